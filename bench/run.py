@@ -1,0 +1,18 @@
+"""`make bench`: every benchmark, each printing plait next to its peers measured in the same run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import core_loop
+
+
+def main() -> None:
+    core_loop.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Canonical JSON (ARCHITECTURE.md §3.1) and the one digest function.
+
+Every checkpoint, key and digest goes through here, so two processes that hold
+the same value always produce the same bytes. Keys are sorted at every level,
+separators are compact, text is UTF-8 without ASCII escaping, ints and floats
+stay distinct (``1`` and ``1.0`` are different values) and NaN/Infinity are
+refused in both directions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+JSON = Any
+"""A JSON value: None, bool, int, float, str, list or dict with str keys."""
+
+_encoder = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+class CanonicalJSONError(ValueError):
+    """A value that has no canonical JSON form (NaN, Infinity, a non-JSON type)."""
+
+
+def dumps(value: JSON) -> str:
+    """Serialize ``value`` canonically; raises CanonicalJSONError for NaN/Inf or non-JSON."""
+    try:
+        return _encoder.encode(value)
+    except (ValueError, TypeError) as exc:
+        raise CanonicalJSONError(str(exc)) from exc
+
+
+def dumpb(value: JSON) -> bytes:
+    """Canonical UTF-8 bytes of ``value``."""
+    return dumps(value).encode("utf-8")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CanonicalJSONError(f"{name} is not valid JSON (NaN and Infinity are refused)")
+
+
+def loads(text: str | bytes) -> JSON:
+    """Parse JSON text, refusing NaN/Infinity; ints stay ints and floats stay floats."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise CanonicalJSONError(str(exc)) from exc
+
+
+def digest(data: bytes | str) -> str:
+    """Lowercase hex SHA-256: the only digest plait uses."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def value_digest(value: JSON) -> str:
+    """SHA-256 of a value's canonical bytes."""
+    return digest(dumpb(value))
+
+
+def strict_equal(a: JSON, b: JSON) -> bool:
+    """JSON equality where ``1 != 1.0``, ``True != 1`` and ``"1" != 1``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

@@ -1,0 +1,107 @@
+"""The step environment: everything pure the scheduler is handed (seed ``StepEnv``).
+
+The driver builds it once per run from the frozen manifest. Every callable in
+it must be pure; replay (``plait verify``) is what enforces that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.core.canonical import JSON
+from plait.core.conditions import evaluate
+from plait.core.plan import Plan, PlanEdge
+from plait.core.reducers import MISSING, make_reducer
+
+DEFAULT_MAX_SUPERSTEPS = 1024
+DEFAULT_MAX_EFFECTS_PER_ATTEMPT = 64
+DEFAULT_LLM_MAX_TOKENS = 1024
+
+BUDGET_AXES: tuple[str, ...] = ("supersteps", "tokens", "usd", "wall_ms", "storage_bytes")
+"""Budget axes in the order they are checked (ARCHITECTURE.md §7)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """Ceilings per axis; None means no ceiling. usd is integer micro-dollars."""
+
+    max_supersteps: int = DEFAULT_MAX_SUPERSTEPS
+    max_tokens: int | None = None
+    max_usd_micros: int | None = None
+    max_wall_ms: int | None = None
+    max_storage_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "max_supersteps": self.max_supersteps,
+            "max_tokens": self.max_tokens,
+            "max_usd_micros": self.max_usd_micros,
+            "max_wall_ms": self.max_wall_ms,
+            "max_storage_bytes": self.max_storage_bytes,
+        }
+
+    @staticmethod
+    def from_json(value: Mapping[str, Any]) -> Budgets:
+        return Budgets(
+            max_supersteps=int(value.get("max_supersteps", DEFAULT_MAX_SUPERSTEPS)),
+            max_tokens=value.get("max_tokens"),
+            max_usd_micros=value.get("max_usd_micros"),
+            max_wall_ms=value.get("max_wall_ms"),
+            max_storage_bytes=value.get("max_storage_bytes"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeExecutor:
+    """How a node runs, frozen in the manifest: its kind and what it names.
+
+    ``name`` is the tool name for tool nodes, the child workflow for subgraphs;
+    ``spec`` carries kind-specific settings (ask prompt, timer duration, ...).
+    """
+
+    kind: str
+    name: str = ""
+    spec: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _no_args_check(tool: str, args: JSON) -> str | None:
+    return None
+
+
+def _builtin_condition(edge: PlanEdge, context: JSON) -> bool:
+    return edge.condition is None or evaluate(edge.condition, context)
+
+
+Reducer = Callable[[str, Any, JSON], JSON]
+"""``(key, old or MISSING, new) -> merged``; pure and batching-invariant."""
+
+
+@dataclass(frozen=True)
+class StepEnv:
+    """The injected pure behaviour and the run's frozen settings."""
+
+    plan: Plan
+    executors: tuple[NodeExecutor, ...]
+    budgets: Budgets = Budgets()
+    reduce: Reducer | None = None
+    eval_cond: Callable[[PlanEdge, JSON], bool] = _builtin_condition
+    ask_ttl_sec: int | None = None
+    validate_args: Callable[[str, JSON], str | None] = _no_args_check
+    llm_reserve_tokens: int = DEFAULT_LLM_MAX_TOKENS
+    max_effects_per_attempt: int = DEFAULT_MAX_EFFECTS_PER_ATTEMPT
+    llm_tool_result_chars: int | None = None
+    llm_context_tokens: int | None = None
+    decide: Mapping[str, Any] | None = None
+    validate_response: Callable[[str, JSON], str | None] = _no_args_check
+    flows: Mapping[str, Any] = field(default_factory=dict)
+
+    def reducer(self) -> Reducer:
+        """The reducer to use: the injected one, else the plan's declared table."""
+        if self.reduce is not None:
+            return self.reduce
+        return make_reducer(self.plan.reducers)
+
+
+__all__ = ["BUDGET_AXES", "MISSING", "Budgets", "NodeExecutor", "StepEnv"]

@@ -1,0 +1,122 @@
+"""Events into the scheduler and commands out of it (ARCHITECTURE.md §3.3).
+
+Events are the only way nondeterminism enters the core: each one is journaled
+by the driver before it is fed, so replay can feed the same sequence.
+Commands are what the driver must do, in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from plait.core.canonical import JSON
+from plait.core.keys import JournalKey
+from plait.core.outcomes import EffectOutcome, RunOutcome
+
+# --- events -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Begin the run; an absent input is {} and a non-object becomes {"input": value}."""
+
+    input: JSON = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClockReading:
+    """A journaled clock reading in Unix milliseconds; the core keeps the max."""
+
+    unix_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class EffectResolved:
+    key: JournalKey
+    outcome: EffectOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseSettled:
+    """A human answer (or an expiry) for a pending ask, addressed by ask id."""
+
+    ask_id: str
+    outcome: EffectOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class CancelSeen:
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputReceived:
+    """A steering message (§6.7)."""
+
+    message: JSON
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetRaised:
+    """A journaled manifest supersession raised the budgets (§7)."""
+
+    budgets: dict[str, Any]
+
+
+Event = (
+    Start
+    | ClockReading
+    | EffectResolved
+    | ResponseSettled
+    | CancelSeen
+    | InputReceived
+    | BudgetRaised
+)
+
+# --- commands ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WriteIntent:
+    """Journal the intent before any dispatch (or adopt the one already journaled)."""
+
+    key: JournalKey
+    executor: str
+    input: JSON
+    superstep: int
+    clock_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Execute the effect (unless the journal already holds its result)."""
+
+    key: JournalKey
+    executor: str
+    input: JSON
+
+
+@dataclass(frozen=True, slots=True)
+class EmitEnvelope:
+    """The run parked: announce these asks once."""
+
+    asks: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteCheckpoint:
+    """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}."""
+
+    superstep: int
+    record: dict[str, Any]
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    outcome: RunOutcome
+
+
+Command = WriteIntent | Dispatch | EmitEnvelope | WriteCheckpoint | Finish

@@ -1,0 +1,102 @@
+"""Journal keys and the identities derived from them (ARCHITECTURE.md §3.4).
+
+A ``JournalKey`` names one effect of one run for ever: replay looks results up
+by key, never by position. ``call_id`` and ``idempotency_key`` are SHA-256
+digests built with unambiguous separators and fixed-width integers, so
+``("a", "b/c")`` and ``("a/b", "c")`` can never collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Any, NamedTuple
+
+from plait.core.canonical import JSON, dumpb
+
+KINDS: tuple[str, ...] = ("tool", "llm", "decide")
+"""Effect kinds in their declared order (which is also their sort order)."""
+
+_KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
+_PREFIX = b"plait:call:v1"
+_IDEM_PREFIX = b"plait:idem:v1"
+_SEP = b"\x1f"
+
+
+class JournalKey(NamedTuple):
+    """``(run_id, task_path, node, attempt, effect_seq, kind)``; ``node`` is the node id."""
+
+    run_id: str
+    task_path: str
+    node: str
+    attempt: int
+    effect_seq: int
+    kind: str
+
+    def sort_key(self) -> tuple[str, str, str, int, int, int]:
+        """Field-by-field order with kinds in declared order (tool < llm < decide)."""
+        return (
+            self.run_id,
+            self.task_path,
+            self.node,
+            self.attempt,
+            self.effect_seq,
+            _KIND_RANK[self.kind],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "task_path": self.task_path,
+            "node": self.node,
+            "attempt": self.attempt,
+            "effect_seq": self.effect_seq,
+            "kind": self.kind,
+        }
+
+    @staticmethod
+    def from_json(value: dict[str, Any]) -> JournalKey:
+        return JournalKey(
+            str(value["run_id"]),
+            str(value["task_path"]),
+            str(value["node"]),
+            int(value["attempt"]),
+            int(value["effect_seq"]),
+            str(value["kind"]),
+        )
+
+
+def _key_bytes(key: JournalKey) -> bytes:
+    if key.kind not in _KIND_RANK:
+        raise ValueError(f"unknown effect kind {key.kind!r}")
+    return b"".join(
+        (
+            _SEP,
+            key.run_id.encode("utf-8"),
+            _SEP,
+            key.task_path.encode("utf-8"),
+            _SEP,
+            key.node.encode("utf-8"),
+            _SEP,
+            struct.pack(">I", key.attempt),
+            _SEP,
+            struct.pack(">I", key.effect_seq),
+            _SEP,
+            key.kind.encode("utf-8"),
+        )
+    )
+
+
+def call_id(key: JournalKey) -> str:
+    """Stable identity of one effect: ask ids, tool-call ids and child run ids derive from it."""
+    return hashlib.sha256(_PREFIX + _key_bytes(key)).hexdigest()
+
+
+def idempotency_key(key: JournalKey, input_value: JSON) -> str:
+    """Handed to executors; identical on redelivery of the same effect with the same input."""
+    return hashlib.sha256(_IDEM_PREFIX + _key_bytes(key) + _SEP + dumpb(input_value)).hexdigest()
+
+
+def child_run_id(parent_run_id: str, key: JournalKey) -> str:
+    """Run id of a subgraph child: ``parent~<16 hex of the call id>``."""
+    return f"{parent_run_id}~{call_id(key)[:16]}"

@@ -1,0 +1,139 @@
+"""Effect outcomes, failure causes and run outcomes (ARCHITECTURE.md §3.3, §3.5).
+
+The retry table lives here and nowhere else: which causes a node's ``retries``
+(or an LLM loop re-sending a turn) may retry, by effect kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from plait.core.canonical import JSON, dumpb
+
+FAIL_CAUSES: tuple[str, ...] = (
+    "Timeout",
+    "ExecutorError",
+    "SchemaValidationFailed",
+    "ContextTooLong",
+    "UserAborted",
+    "Unknown",
+)
+
+
+def retryable(cause: str, kind: str) -> bool:
+    """Timeout and ExecutorError retry for tool and llm effects; schema failures only for llm."""
+    if cause in ("Timeout", "ExecutorError"):
+        return kind in ("tool", "llm")
+    if cause == "SchemaValidationFailed":
+        return kind == "llm"
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one effect consumed; tokens and integer micro-dollars (never floats)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd_micros: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "usd_micros": self.usd_micros,
+        }
+
+    @staticmethod
+    def from_json(value: dict[str, Any] | None) -> Usage:
+        if not value:
+            return NO_USAGE
+        return Usage(
+            int(value.get("input_tokens", 0)),
+            int(value.get("output_tokens", 0)),
+            int(value.get("usd_micros", 0)),
+        )
+
+
+NO_USAGE = Usage()
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """An effect that produced a JSON result."""
+
+    result: JSON
+    usage: Usage = NO_USAGE
+
+    def to_json(self) -> dict[str, Any]:
+        return {"Completed": {"result": self.result, "usage": self.usage.to_json()}}
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """An effect that failed; ``cause`` is one of FAIL_CAUSES."""
+
+    cause: str
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"Failed": {"cause": self.cause, "detail": self.detail}}
+
+
+EffectOutcome = Completed | Failed
+
+
+def outcome_from_json(value: dict[str, Any]) -> EffectOutcome:
+    """Inverse of ``to_json`` for journaled outcomes."""
+    if "Completed" in value:
+        body = value["Completed"]
+        return Completed(body.get("result"), Usage.from_json(body.get("usage")))
+    body = value["Failed"]
+    cause = str(body["cause"])
+    if cause not in FAIL_CAUSES:
+        raise ValueError(f"unknown failure cause {cause!r}")
+    return Failed(cause, str(body.get("detail", "")))
+
+
+def journal_bytes(outcome: EffectOutcome) -> int:
+    """Canonical byte length of a journaled result (what the storage budget charges)."""
+    if isinstance(outcome, Completed):
+        return len(dumpb(outcome.result))
+    return len(outcome.detail.encode("utf-8"))
+
+
+# Run outcomes serialize as tagged variants: "Completed" or {"Variant": {...}}.
+RunOutcome = JSON
+
+
+def run_completed() -> RunOutcome:
+    return "Completed"
+
+
+def run_stalled(node: str) -> RunOutcome:
+    return {"Stalled": {"node": node}}
+
+
+def run_failed(node: str, detail: str) -> RunOutcome:
+    return {"Failed": {"node": node, "detail": detail}}
+
+
+def run_canceled(by: str, reason: str) -> RunOutcome:
+    return {"Canceled": {"by": by, "reason": reason}}
+
+
+def run_budget_exhausted(axis: str) -> RunOutcome:
+    return {"BudgetExhausted": {"axis": axis}}
+
+
+def outcome_kind(outcome: RunOutcome) -> str:
+    """The lowercase label of a run outcome (completed, failed, stalled, ...)."""
+    tag = outcome if isinstance(outcome, str) else next(iter(outcome))
+    return {
+        "Completed": "completed",
+        "Stalled": "stalled",
+        "Failed": "failed",
+        "Canceled": "canceled",
+        "BudgetExhausted": "budget_exhausted",
+    }[tag]

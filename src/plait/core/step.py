@@ -1,0 +1,372 @@
+"""The step function: ``step(env, state, events) -> StepOutcome(state, commands)``.
+
+Rules of this file:
+- Everything that decides what a run does next lives here or in the sibling
+  modules it calls (walk, budgets); the driver only performs commands.
+- It never reads a clock, randomness, the environment or any IO. Time enters
+  only as ``ClockReading`` events; results only as ``EffectResolved``.
+- It never iterates an unordered collection without sorting it first.
+- It may mutate the state it is handed: the caller gives up ownership.
+
+Theory of operation. Events are applied in order; then ``_progress`` advances
+the bulk-synchronous machine as far as pure reasoning allows, in one loop
+until nothing changes (a fixpoint). A superstep *opens* when the run is Idle
+and something is Ready: every Ready node is dispatched (index order). While
+*open*, results arrive and are buffered; retryable failures are re-dispatched
+inside the same superstep. When nothing is outstanding the superstep *closes*:
+results merge into the context through reducers in canonical order, each
+finished node's out-edges are evaluated in declaration order, dead paths are
+propagated, and a checkpoint is emitted. When nothing is Ready at Idle the run
+finishes: Completed if a final node (no out-edges) is DoneOk, else Stalled.
+A permanent failure, a cancel or an exhausted budget drains the open superstep
+(no new dispatches) and then finishes the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from plait.core.budgets import exhausted_at_dispatch, exhausted_at_open
+from plait.core.canonical import dumpb
+from plait.core.env import MISSING, Reducer, StepEnv
+from plait.core.events import (
+    BudgetRaised,
+    CancelSeen,
+    ClockReading,
+    Command,
+    Dispatch,
+    EffectResolved,
+    EmitEnvelope,
+    Event,
+    Finish,
+    InputReceived,
+    ResponseSettled,
+    Start,
+    WriteCheckpoint,
+    WriteIntent,
+)
+from plait.core.keys import JournalKey
+from plait.core.outcomes import (
+    Completed,
+    EffectOutcome,
+    RunOutcome,
+    journal_bytes,
+    retryable,
+    run_budget_exhausted,
+    run_canceled,
+    run_completed,
+    run_failed,
+    run_stalled,
+)
+from plait.core.reducers import ReducerError
+from plait.core.state import (
+    AWAITING_CLIENT,
+    DISPATCHED,
+    DONE_FAILED,
+    DONE_OK,
+    IDLE,
+    READY,
+    WAITING,
+    DecisionRecord,
+    OpenPhase,
+    SchedulerState,
+)
+from plait.core.walk import deliver, propagate_death, stalled_culprit
+
+SEND_KEY = "$send"
+INBOX_KEY = "$inbox"
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    state: SchedulerState
+    commands: list[Command]
+
+
+@dataclass(slots=True)
+class _Step:
+    """The inputs of one ``step`` call and the commands it has produced so far."""
+
+    env: StepEnv
+    state: SchedulerState
+    reduce: Reducer
+    commands: list[Command]
+
+
+def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOutcome:
+    """Apply ``events`` in order, then advance the run as far as pure reasoning allows."""
+    s = _Step(env, state, env.reducer(), [])
+    for event in events:
+        _apply(s, event)
+    _progress(s)
+    return StepOutcome(state, s.commands)
+
+
+# --- events -----------------------------------------------------------------
+
+
+def _apply(s: _Step, event: Event) -> None:
+    state = s.state
+    if isinstance(event, EffectResolved):
+        _resolve(s, event.key, event.outcome)
+    elif isinstance(event, ClockReading):
+        if event.unix_ms > state.clock_ms:
+            state.clock_ms = event.unix_ms
+    elif isinstance(event, Start):
+        if state.superstep == 0 and state.phase == IDLE and state.node_state[0] == WAITING:
+            value = event.input
+            if value is None:
+                value = {}
+            state.context = value if isinstance(value, dict) else {"input": value}
+            state.node_state[0] = READY
+    elif isinstance(event, CancelSeen):
+        if state.cancel is None and not state.is_terminal():
+            state.cancel = (event.by, event.reason)
+    elif isinstance(event, InputReceived):
+        state.inbox.append(event.message)
+        state.inputs_seen += 1
+    elif isinstance(event, BudgetRaised):
+        # The driver hands the raised ceilings in the env; the core only re-arms the run.
+        state.exhausted = None
+        outcome = state.outcome()
+        if isinstance(outcome, dict) and "BudgetExhausted" in outcome:
+            state.phase = IDLE
+    elif isinstance(event, ResponseSettled):
+        ask = state.pending_asks.pop(event.ask_id, None)
+        if ask is not None:
+            state.announced_asks.discard(event.ask_id)
+            key = JournalKey.from_json(ask["key"])
+            state.node_state[s.env.plan.index[key.node]] = DISPATCHED
+            _resolve(s, key, event.outcome)
+
+
+def _resolve(s: _Step, key: JournalKey, outcome: EffectOutcome) -> None:
+    """Settle one effect; late or duplicate results (key not outstanding) are ignored."""
+    state, plan = s.state, s.env.plan
+    phase = state.phase
+    if not isinstance(phase, OpenPhase) or key not in phase.outstanding:
+        return
+    node = plan.index.get(key.node)
+    if node is None:
+        return
+    phase.outstanding.discard(key)
+    spent = state.spent
+    spent.storage_bytes += journal_bytes(outcome)
+    if isinstance(outcome, Completed):
+        usage = outcome.usage
+        spent.input_tokens += usage.input_tokens
+        spent.output_tokens += usage.output_tokens
+        spent.usd_micros += usage.usd_micros
+    if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
+        return  # a straggler must never flip a settled node
+    if isinstance(outcome, Completed):
+        state.node_state[node] = DONE_OK
+        phase.results[node] = outcome.result
+        return
+    retries_left = state.attempt[node] - state.attempt_base[node] <= plan.nodes[node].retries
+    if retries_left and retryable(outcome.cause, key.kind) and state.cancel is None:
+        state.node_state[node] = READY
+        return
+    _fail_node(state, node, f"{outcome.cause}: {outcome.detail}")
+
+
+def _fail_node(state: SchedulerState, node: int, detail: str) -> None:
+    """Fail-fast: the lowest failing node index wins, whatever the arrival order."""
+    state.node_state[node] = DONE_FAILED
+    if state.failed is None or node < state.failed[0]:
+        state.failed = (node, detail)
+
+
+# --- progress -----------------------------------------------------------------
+
+
+def _progress(s: _Step) -> None:
+    while True:
+        phase = s.state.phase
+        if isinstance(phase, OpenPhase):
+            if not _progress_open(s, phase):
+                return
+        elif phase == IDLE:
+            if not _progress_idle(s):
+                return
+        else:
+            return
+
+
+def _draining(state: SchedulerState) -> bool:
+    return state.cancel is not None or state.exhausted is not None
+
+
+def _progress_open(s: _Step, phase: OpenPhase) -> bool:
+    state = s.state
+    if not _draining(state):
+        ready = [i for i, ns in enumerate(state.node_state) if ns == READY]
+        if ready:
+            dispatched = False
+            for node in ready:
+                dispatched |= _dispatch_node(s, phase, node)
+            if dispatched:
+                return True
+    only_asks = bool(phase.outstanding) and state.is_parked()
+    if not phase.outstanding or (state.cancel is not None and only_asks):
+        if state.cancel is not None:
+            phase.outstanding.clear()
+            state.pending_asks.clear()
+            state.announced_asks.clear()
+        _close_superstep(s, phase)
+        return True
+    if only_asks:
+        _park(s, phase)
+    return False
+
+
+def _progress_idle(s: _Step) -> bool:
+    state, env = s.state, s.env
+    if state.cancel is not None:
+        return _finish(s, run_canceled(*state.cancel))
+    if state.exhausted is not None:
+        return _finish(s, run_budget_exhausted(state.exhausted))
+    if state.failed is not None:
+        node, detail = state.failed
+        return _finish(s, run_failed(env.plan.nodes[node].id, detail))
+    if READY not in state.node_state:
+        if state.superstep == 0 and state.node_state[0] == WAITING:
+            return False  # not started yet: not a stall
+        if DISPATCHED in state.node_state or AWAITING_CLIENT in state.node_state:
+            return False
+        plan = env.plan
+        if any(ns == DONE_OK and plan.is_terminal(i) for i, ns in enumerate(state.node_state)):
+            return _finish(s, run_completed())
+        return _finish(s, run_stalled(plan.nodes[stalled_culprit(plan, state)].id))
+    axis = exhausted_at_open(env.budgets, state.spent)
+    if axis is not None:
+        state.exhausted = axis
+        return _finish(s, run_budget_exhausted(axis))
+    _open_superstep(s)
+    return True
+
+
+def _open_superstep(s: _Step) -> None:
+    state = s.state
+    state.superstep += 1
+    state.spent.supersteps += 1
+    state.wall_open = state.clock_ms
+    if state.inbox:
+        state.context = dict(state.context)
+        state.context[INBOX_KEY] = s.reduce(
+            INBOX_KEY, state.context.get(INBOX_KEY, MISSING), state.inbox
+        )
+        state.inbox = []
+    phase = OpenPhase(set(), {}, {}, DecisionRecord(state.superstep, state.clock_ms))
+    state.phase = phase
+    for node, ns in enumerate(state.node_state):
+        if ns == READY:
+            _dispatch_node(s, phase, node)
+
+
+def _dispatch_node(s: _Step, phase: OpenPhase, node: int) -> bool:
+    """Dispatch one Ready node's first effect; False when a budget refuses it."""
+    state, env = s.state, s.env
+    axis = exhausted_at_dispatch(env.budgets, state.spent, state.clock_ms, state.wall_open)
+    if axis is not None:
+        state.exhausted = axis
+        return False
+    state.attempt[node] += 1
+    attempt = state.attempt[node]
+    executor = env.executors[node]
+    key = JournalKey(state.run_id, "", env.plan.nodes[node].id, attempt, 0, "tool")
+    phase.outstanding.add(key)
+    phase.record.dispatched.append([node, attempt])
+    value = state.context
+    s.commands.append(WriteIntent(key, executor.name, value, state.superstep, state.clock_ms))
+    state.node_state[node] = DISPATCHED
+    s.commands.append(Dispatch(key, executor.name, value))
+    return True
+
+
+def _close_superstep(s: _Step, phase: OpenPhase) -> None:
+    state, env = s.state, s.env
+    plan = env.plan
+    state.phase = IDLE
+    record = phase.record
+    reduce = s.reduce
+    # A fresh top-level dict: inputs handed out with earlier commands stay unchanged
+    # (reducers never mutate values, they return new ones).
+    context = dict(state.context)
+    state.context = context
+    for node in sorted(phase.results):
+        result = phase.results[node]
+        if result is None:
+            continue
+        try:
+            if isinstance(result, dict):
+                for k in sorted(result):
+                    if k == SEND_KEY:
+                        continue
+                    context[k] = reduce(k, context.get(k, MISSING), result[k])
+            else:
+                name = plan.nodes[node].id
+                context[name] = reduce(name, context.get(name, MISSING), result)
+        except ReducerError as exc:
+            _fail_node(state, node, f"ExecutorError: {exc}")
+    if state.failed is None and state.cancel is None:
+        edges_record = record.edges
+        for node in sorted(phase.results):
+            if state.node_state[node] != DONE_OK:
+                continue
+            for e in plan.out_edges[node]:
+                edge = plan.edges[e]
+                if edge.max_cycles is not None and state.edge_fired[e] >= edge.max_cycles:
+                    fired, outcome = False, "CycleExhausted"
+                elif edge.condition is None or env.eval_cond(edge, context):
+                    fired, outcome = True, "Fired"
+                else:
+                    fired, outcome = False, "CondFalse"
+                if fired:
+                    state.edge_fired[e] += 1
+                gen = deliver(plan, state, e, fired)
+                edges_record.append([e, gen, outcome])
+        propagate_death(plan, state, edges_record)
+    record.clock_close_ms = state.clock_ms
+    if state.wall_open is not None:
+        state.spent.wall_ms += state.clock_ms - state.wall_open
+        state.wall_open = None
+    if state.paused_at is not None:
+        state.elapsed_ms += state.clock_ms - state.paused_at
+        state.paused_at = None
+    _checkpoint(s, record)
+
+
+def _park(s: _Step, phase: OpenPhase) -> None:
+    """Only asks are outstanding: pause the wall clock, checkpoint and announce once."""
+    state = s.state
+    if state.wall_open is not None:
+        state.spent.wall_ms += state.clock_ms - state.wall_open
+        state.wall_open = None
+        state.paused_at = state.clock_ms
+    fresh = sorted(a for a in state.pending_asks if a not in state.announced_asks)
+    if not fresh:
+        return
+    state.announced_asks.update(fresh)
+    record = DecisionRecord.from_json(phase.record.to_json())
+    record.clock_close_ms = state.clock_ms
+    _checkpoint(s, record)
+    s.commands.append(EmitEnvelope(tuple(state.pending_asks[a]["ask"] for a in fresh)))
+
+
+def _finish(s: _Step, outcome: RunOutcome) -> bool:
+    state = s.state
+    state.phase = {"Finished": outcome}
+    clock = state.clock_ms
+    _checkpoint(s, DecisionRecord(state.superstep, clock, clock))
+    s.commands.append(Finish(outcome))
+    return False
+
+
+def _checkpoint(s: _Step, record: DecisionRecord) -> None:
+    state = s.state
+    record_json: dict[str, Any] = record.to_json()
+    data = dumpb({"scheduler": state.to_json(), "decisions": record_json})
+    s.commands.append(WriteCheckpoint(record.superstep, record_json, data))

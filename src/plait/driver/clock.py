@@ -1,0 +1,26 @@
+"""The driver's clock, injectable so tests never sleep.
+
+``PLAIT_NOW_MS`` pins the reading (milliseconds since the Unix epoch); it is
+read here, by the driver, never by the core.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+Clock = Callable[[], int]
+
+
+def system_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def clock_from_env() -> Clock:
+    """A fixed clock when ``PLAIT_NOW_MS`` is set, else the system clock."""
+    fixed = os.environ.get("PLAIT_NOW_MS")
+    if fixed is None or not fixed.strip():
+        return system_clock
+    value = int(fixed)
+    return lambda: value

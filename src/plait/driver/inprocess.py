@@ -1,0 +1,52 @@
+"""Run a workflow in this process with an in-memory journal (no persistence)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from plait.core.env import StepEnv
+from plait.core.events import ClockReading, Start
+from plait.core.state import SchedulerState
+from plait.driver.clock import Clock, clock_from_env
+from plait.driver.memory import MemoryJournal
+from plait.driver.tools_exec import ToolRunner
+from plait.driver.wave import RunResult, drive
+
+if TYPE_CHECKING:
+    from plait.workflow import Workflow
+
+
+def new_run_id() -> str:
+    return f"run-{uuid.uuid4().hex[:16]}"
+
+
+def make_env(workflow: Workflow) -> StepEnv:
+    """The core's environment for a workflow: plan, executors, budgets."""
+    return StepEnv(plan=workflow.plan(), executors=workflow.executors(), budgets=workflow.budgets())
+
+
+async def run_in_memory(
+    workflow: Workflow,
+    input: Any = None,
+    *,
+    run_id: str | None = None,
+    clock: Clock | None = None,
+    journal: MemoryJournal | None = None,
+) -> RunResult:
+    """Run ``workflow`` to completion (or a park) without persisting anything."""
+    env = make_env(workflow)
+    run_id = run_id or new_run_id()
+    clock = clock or clock_from_env()
+    state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
+    journal = journal if journal is not None else MemoryJournal()
+    now = clock()
+    journal.clock(now)
+    events = [ClockReading(now), Start(input)]
+    return await drive(env, state, events, journal, ToolRunner(workflow.tools), clock)
+
+
+def run_sync(workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
+    """Synchronous ``run_in_memory`` for scripts and tests."""
+    return asyncio.run(run_in_memory(workflow, input, **kwargs))

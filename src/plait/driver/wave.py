@@ -1,0 +1,142 @@
+"""The wave cadence (ARCHITECTURE.md §5.2), shared by every way of driving a run.
+
+Call ``step``; perform its commands in order (journal intents, collect
+dispatches, journal checkpoints, note envelopes); commit the journal once;
+only then execute the wave's effects concurrently; wait for *every* one; take
+*one* clock reading; journal the results in dispatch order and feed
+``[ClockReading, EffectResolved...]`` in dispatch order. Feeding results in
+arrival order would make the state depend on thread timing; this cadence is
+what makes ``verify`` possible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from plait.core.canonical import JSON
+from plait.core.env import StepEnv
+from plait.core.events import (
+    ClockReading,
+    Dispatch,
+    EffectResolved,
+    EmitEnvelope,
+    Event,
+    Finish,
+    WriteCheckpoint,
+    WriteIntent,
+)
+from plait.core.keys import JournalKey
+from plait.core.outcomes import EffectOutcome, outcome_kind
+from plait.core.state import SchedulerState
+from plait.core.step import step
+from plait.driver.clock import Clock
+
+Executor = Callable[[Dispatch], Awaitable[EffectOutcome]]
+
+
+class Journal(Protocol):
+    """Where a driven run's records go; ``commit`` makes everything since the last one durable."""
+
+    def intent(self, command: WriteIntent) -> None: ...
+    def journaled_result(self, key: JournalKey) -> EffectOutcome | None: ...
+    def result(self, key: JournalKey, outcome: EffectOutcome, clock_ms: int) -> None: ...
+    def clock(self, unix_ms: int) -> None: ...
+    def checkpoint(self, command: WriteCheckpoint) -> None: ...
+    def envelope(self, command: EmitEnvelope) -> None: ...
+    def finish(self, state: SchedulerState) -> None: ...
+    def commit(self) -> None: ...
+
+
+@dataclass
+class RunResult:
+    """Where a drive stopped: finished (with an outcome) or parked (with asks)."""
+
+    run_id: str
+    status: str
+    outcome: JSON | None
+    context: dict[str, Any]
+    spent: dict[str, int]
+    asks: list[dict[str, Any]] = field(default_factory=list)
+    folds: int = 0
+
+    @staticmethod
+    def of(state: SchedulerState, asks: Sequence[dict[str, Any]] = ()) -> RunResult:
+        outcome = state.outcome()
+        if outcome is not None:
+            status = outcome_kind(outcome)
+        elif state.is_parked():
+            status = "parked"
+        else:
+            status = "running"
+        spent = state.spent.to_json()
+        spent["elapsed_ms"] = state.elapsed_ms + spent["wall_ms"]
+        return RunResult(
+            run_id=state.run_id,
+            status=status,
+            outcome=outcome,
+            context=state.context,
+            spent=spent,
+            asks=list(asks),
+            folds=state.folds,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "outcome": self.outcome,
+            "context": self.context,
+            "asks": self.asks,
+            "spent": self.spent,
+            "folds": self.folds,
+        }
+
+
+async def drive(
+    env: StepEnv,
+    state: SchedulerState,
+    events: list[Event],
+    journal: Journal,
+    execute: Executor,
+    clock: Clock,
+) -> RunResult:
+    """Drive a run until it finishes or parks; every intent is committed before its dispatch."""
+    asks: list[dict[str, Any]] = []
+    while True:
+        outcome = step(env, state, events)
+        wave: list[tuple[JournalKey, EffectOutcome | None, Dispatch]] = []
+        finished = False
+        for command in outcome.commands:
+            if isinstance(command, WriteIntent):
+                journal.intent(command)
+            elif isinstance(command, Dispatch):
+                wave.append((command.key, journal.journaled_result(command.key), command))
+            elif isinstance(command, WriteCheckpoint):
+                journal.checkpoint(command)
+            elif isinstance(command, EmitEnvelope):
+                journal.envelope(command)
+                asks.extend(command.asks)
+            elif isinstance(command, Finish):
+                finished = True
+        if finished:
+            journal.finish(state)
+        journal.commit()
+        if finished or not wave:
+            return RunResult.of(state, asks)
+        live = [(i, execute(d)) for i, (_, known, d) in enumerate(wave) if known is None]
+        settled: list[EffectOutcome | None] = [known for _, known, _ in wave]
+        if live:
+            done = await asyncio.gather(*(aw for _, aw in live))
+            for (i, _), result in zip(live, done, strict=True):
+                settled[i] = result
+        now = clock()
+        journal.clock(now)
+        events = [ClockReading(now)]
+        for (key, known, _), result in zip(wave, settled, strict=True):
+            assert result is not None
+            if known is None:
+                journal.result(key, result, now)
+            events.append(EffectResolved(key, result))
