@@ -16,8 +16,19 @@ $(VENV)/.bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	touch $(VENV)/.bench
 
+DEMO_DB := sqlite:///.plait/demo.db
+
 demo: $(STAMP)
-	@$(BIN)/python examples/demo.py
+	@rm -f .plait/demo.db*
+	@echo "== plait check: the workflow is valid"
+	@$(BIN)/plait check examples/orders/workflow.yaml
+	@echo "== plait run: a durable run on SQLite (.plait/demo.db)"
+	@$(BIN)/plait run examples/orders/workflow.yaml --db $(DEMO_DB) --run-id demo-order \
+		--input '{"order_id": "A-1001"}' --json | $(BIN)/python -m json.tool
+	@echo "== plait trace: every effect, in dispatch order"
+	@COLUMNS=120 $(BIN)/plait trace demo-order --db $(DEMO_DB)
+	@echo "== plait verify: re-drive from the journal alone, compare every checkpoint"
+	@$(BIN)/plait verify demo-order --db $(DEMO_DB)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples

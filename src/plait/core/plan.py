@@ -215,8 +215,7 @@ def build_plan(
                     problems.append(
                         Problem(
                             "E005",
-                            f"edge '{label}': invalid condition {spec.when!r}: {exc.message}"
-                            f" (at position {exc.position})",
+                            f"edge '{label}': invalid condition {spec.when!r}: {exc.message}",
                             edge=e,
                         )
                     )

@@ -9,6 +9,7 @@ not JSON is ExecutorError.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable
@@ -46,7 +47,9 @@ async def call_python(
             coro = fn(**kwargs)
         else:
             loop = asyncio.get_running_loop()
-            coro = loop.run_in_executor(None, functools.partial(fn, **kwargs))
+            # Carry context variables (current_call) into the worker thread.
+            ctx = contextvars.copy_context()
+            coro = loop.run_in_executor(None, functools.partial(ctx.run, fn, **kwargs))
         if timeout_s is not None:
             value = await asyncio.wait_for(coro, timeout_s)
         else:

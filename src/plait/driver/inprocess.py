@@ -7,7 +7,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from plait.core.env import StepEnv
-from plait.core.events import ClockReading, Start
+from plait.core.events import ClockReading, Event, Start
 from plait.core.state import SchedulerState
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.memory import MemoryJournal
@@ -24,7 +24,9 @@ def new_run_id() -> str:
 
 def make_env(workflow: Workflow) -> StepEnv:
     """The core's environment for a workflow: plan, executors, budgets."""
-    return StepEnv(plan=workflow.plan(), executors=workflow.executors(), budgets=workflow.budgets())
+    return StepEnv(
+        plan=workflow.plan(), executors=workflow.executors(), budgets=workflow.to_budgets()
+    )
 
 
 async def run_in_memory(
@@ -42,8 +44,7 @@ async def run_in_memory(
     state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
     journal = journal if journal is not None else MemoryJournal()
     now = clock()
-    journal.clock(now)
-    events = [ClockReading(now), Start(input)]
+    events: list[Event] = [ClockReading(now), Start(input)]
     return await drive(env, state, events, journal, ToolRunner(workflow.tools), clock)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from plait.core.events import EmitEnvelope, WriteCheckpoint, WriteIntent
+from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey
 from plait.core.outcomes import EffectOutcome
 from plait.core.state import SchedulerState
@@ -19,7 +19,7 @@ from plait.core.state import SchedulerState
 class MemoryJournal:
     intents: list[WriteIntent] = field(default_factory=list)
     results: dict[JournalKey, EffectOutcome] = field(default_factory=dict)
-    clocks: list[int] = field(default_factory=list)
+    feeds: list[list[Event]] = field(default_factory=list)
     checkpoints: list[bytes] = field(default_factory=list)
     envelopes: list[EmitEnvelope] = field(default_factory=list)
     commits: int = 0
@@ -33,8 +33,8 @@ class MemoryJournal:
     def result(self, key: JournalKey, outcome: EffectOutcome, clock_ms: int) -> None:
         self.results[key] = outcome
 
-    def clock(self, unix_ms: int) -> None:
-        self.clocks.append(unix_ms)
+    def feed(self, events: list[Event]) -> None:
+        self.feeds.append(list(events))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
         self.checkpoints.append(command.data)

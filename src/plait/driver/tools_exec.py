@@ -7,7 +7,9 @@ from typing import Any
 
 from plait.core.canonical import dumps, loads
 from plait.core.events import Dispatch
+from plait.core.keys import idempotency_key
 from plait.core.outcomes import EffectOutcome, Failed
+from plait.driver.call import CallInfo, set_current_call
 from plait.driver.effects import call_python
 from plait.tools.python import bind_arguments
 
@@ -28,4 +30,10 @@ class ToolRunner:
             kwargs = bind_arguments(tool.callable, context)
         except Exception as exc:
             return Failed("ExecutorError", f"{type(exc).__name__}: {exc}")
+        key = dispatch.key
+        idem = idempotency_key(key, dispatch.input)
+        # Each dispatch runs in its own asyncio task, so this does not leak between calls.
+        set_current_call(
+            CallInfo(key.run_id, key.node, key.task_path, key.attempt, key.effect_seq, idem)
+        )
         return await call_python(tool.callable, kwargs, tool.timeout_s)

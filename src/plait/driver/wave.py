@@ -40,10 +40,10 @@ Executor = Callable[[Dispatch], Awaitable[EffectOutcome]]
 class Journal(Protocol):
     """Where a driven run's records go; ``commit`` makes everything since the last one durable."""
 
+    def feed(self, events: list[Event]) -> None: ...
     def intent(self, command: WriteIntent) -> None: ...
     def journaled_result(self, key: JournalKey) -> EffectOutcome | None: ...
     def result(self, key: JournalKey, outcome: EffectOutcome, clock_ms: int) -> None: ...
-    def clock(self, unix_ms: int) -> None: ...
     def checkpoint(self, command: WriteCheckpoint) -> None: ...
     def envelope(self, command: EmitEnvelope) -> None: ...
     def finish(self, state: SchedulerState) -> None: ...
@@ -61,6 +61,7 @@ class RunResult:
     spent: dict[str, int]
     asks: list[dict[str, Any]] = field(default_factory=list)
     folds: int = 0
+    redelivered: int = 0
 
     @staticmethod
     def of(state: SchedulerState, asks: Sequence[dict[str, Any]] = ()) -> RunResult:
@@ -84,15 +85,29 @@ class RunResult:
         )
 
     def to_json(self) -> dict[str, Any]:
+        """The CONTRACT.md shape of ``run``/``resume``/``fork``/``show`` output."""
         return {
             "run_id": self.run_id,
             "status": self.status,
-            "outcome": self.outcome,
+            "outcome": contract_outcome(self.outcome),
             "context": self.context,
             "asks": self.asks,
             "spent": self.spent,
             "folds": self.folds,
         }
+
+
+def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:
+    """``"Completed"`` / ``{"Failed": {...}}`` as ``{"kind": "failed", "node": ..., ...}``."""
+    if outcome is None:
+        return None
+    kind = outcome_kind(outcome)
+    fields = {} if isinstance(outcome, str) else dict(next(iter(outcome.values())))
+    return {"kind": kind, **fields}
+
+
+Observer = Callable[[SchedulerState, int], None]
+"""Called after every step with the state and the number of effects about to run."""
 
 
 async def drive(
@@ -102,10 +117,12 @@ async def drive(
     journal: Journal,
     execute: Executor,
     clock: Clock,
+    observer: Observer | None = None,
 ) -> RunResult:
     """Drive a run until it finishes or parks; every intent is committed before its dispatch."""
     asks: list[dict[str, Any]] = []
     while True:
+        journal.feed(events)
         outcome = step(env, state, events)
         wave: list[tuple[JournalKey, EffectOutcome | None, Dispatch]] = []
         finished = False
@@ -124,6 +141,8 @@ async def drive(
         if finished:
             journal.finish(state)
         journal.commit()
+        if observer is not None:
+            observer(state, len(wave))
         if finished or not wave:
             return RunResult.of(state, asks)
         live = [(i, execute(d)) for i, (_, known, d) in enumerate(wave) if known is None]
@@ -133,10 +152,9 @@ async def drive(
             for (i, _), result in zip(live, done, strict=True):
                 settled[i] = result
         now = clock()
-        journal.clock(now)
         events = [ClockReading(now)]
-        for (key, known, _), result in zip(wave, settled, strict=True):
-            assert result is not None
+        for (key, known, _), outcome_or_none in zip(wave, settled, strict=True):
+            assert outcome_or_none is not None
             if known is None:
-                journal.result(key, result, now)
-            events.append(EffectResolved(key, result))
+                journal.result(key, outcome_or_none, now)
+            events.append(EffectResolved(key, outcome_or_none))

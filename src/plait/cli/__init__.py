@@ -1,0 +1,47 @@
+"""The ``plait`` command (CONTRACT.md "CLI"): one module per verb, registered here.
+
+Verbs print only through ``plait.cli.output``; a PlaitError becomes its report
+and exit code there, never a traceback.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from plait.cli.check import check
+from plait.cli.graph import graph
+from plait.cli.inspect import runs, show, trace, verify
+from plait.cli.run import cancel, fork, resume, run
+
+app = typer.Typer(
+    name="plait",
+    help="Run AI agent workflows that survive crashes, waits and budgets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _plait() -> None:
+    """Run AI agent workflows that survive crashes, waits and budgets."""
+
+
+app.command("run")(run)
+app.command("resume")(resume)
+app.command("cancel")(cancel)
+app.command("fork")(fork)
+app.command("runs")(runs)
+app.command("show")(show)
+app.command("trace")(trace)
+app.command("verify")(verify)
+app.command("graph")(graph)
+app.command("check")(check)
+
+
+def main() -> None:
+    """The console-script entry point."""
+    app()
+
+
+__all__ = ["app", "main"]

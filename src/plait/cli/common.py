@@ -1,0 +1,42 @@
+"""Options and helpers shared by the verbs that touch the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from plait.driver.runtime import Runtime, default_db
+from plait.driver.wave import Observer
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        metavar="URL",
+        help="Store URL (default $PLAIT_DB, else sqlite:///.plait/plait.db).",
+    ),
+]
+AsOption = Annotated[
+    str | None,
+    typer.Option("--as", metavar="PRINCIPAL", help="Act as this principal."),
+]
+
+
+@contextmanager
+def runtime(
+    db: str | None,
+    principal: str | None = None,
+    *,
+    observer: Observer | None = None,
+    durability: str | None = None,
+) -> Iterator[Runtime]:
+    """A Runtime on ``--db`` (or the default store), closed when the verb is done."""
+    rt = Runtime(db or default_db(), principal=principal, observer=observer, durability=durability)
+    try:
+        yield rt
+    finally:
+        rt.close()

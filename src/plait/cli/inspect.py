@@ -1,0 +1,155 @@
+"""``plait runs``, ``show``, ``trace`` and ``verify``: verbs that read runs back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from plait.cli.common import DbOption, JsonOption, runtime
+from plait.cli.output import EXIT_FAILED, EXIT_OK, Output
+from plait.cli.run import describe, status_exit
+from plait.core.canonical import dumps
+from plait.core.errors import PlaitError
+from plait.driver.runtime import Runtime
+from plait.store.records import RUN_STATUSES
+
+
+def runs(
+    status: Annotated[str | None, typer.Option("--status", metavar="S")] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """List runs, newest first."""
+    out = Output(json_output)
+    with out.reporting():
+        if status is not None and status not in RUN_STATUSES:
+            raise PlaitError(
+                "E019", f"--status {status!r}: expected one of {', '.join(RUN_STATUSES)}"
+            )
+        with runtime(db) as rt:
+            infos = rt.store.list_runs(status)
+    rows: list[dict[str, Any]] = [
+        {
+            "run_id": i.run_id,
+            "workflow": i.workflow,
+            "status": i.status,
+            "principal": i.principal,
+            "created_ms": i.created_ms,
+            "updated_ms": i.updated_ms,
+        }
+        for i in infos
+    ]
+    if json_output:
+        out.data({"runs": rows})
+        return
+    table = Table("run", "workflow", "status", "created (ms)")
+    for row in rows:
+        table.add_row(row["run_id"], row["workflow"], row["status"], str(row["created_ms"]))
+    out.console().print(table)
+
+
+def show(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Show where a run stands: status, outcome, spent, pending asks, context."""
+    out = Output(json_output)
+    with out.reporting(), runtime(db) as rt:
+        result = rt.show(run_id)
+    if json_output:
+        out.data(result.to_json())
+    else:
+        describe(out, result)
+    raise typer.Exit(status_exit(result))
+
+
+def trace(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Every effect of a run in dispatch order."""
+    out = Output(json_output)
+    with out.reporting(), runtime(db) as rt:
+        entries = rt.trace(run_id)
+    if json_output:
+        out.data({"run_id": run_id, "entries": entries})
+        return
+    table = Table("step", "node", "attempt", "seq", "kind", "status", "result", "redelivered")
+    for e in entries:
+        shown = e.get("result") if "result" in e else e.get("failure")
+        text = dumps(shown) if shown is not None else ""
+        table.add_row(
+            str(e["superstep"]),
+            e["node"] + (f" {e['task_path']}" if e["task_path"] else ""),
+            str(e["attempt"]),
+            str(e["effect_seq"]),
+            e["kind"],
+            e["status"],
+            text if len(text) <= 60 else text[:60] + "…",
+            str(e["redeliveries"] or ""),
+        )
+    out.console().print(table)
+
+
+def verify(
+    run_ids: Annotated[list[str] | None, typer.Argument(metavar="RUN_ID...")] = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="Verify every run in the store.")] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Re-drive runs from their journals (no tool, no model) and compare every checkpoint."""
+    out = Output(json_output)
+    with out.reporting(), runtime(db) as rt:
+        if all_runs:
+            ids = [i.run_id for i in rt.store.list_runs()]
+        elif run_ids:
+            ids = list(run_ids)
+        else:
+            raise PlaitError("E019", "verify: give one or more RUN_IDs, or --all")
+        reports = []
+        if all_runs and not json_output:
+            with Progress(console=out.console()) as bar:
+                task = bar.add_task("verifying", total=len(ids))
+                for run_id in ids:
+                    reports.append(_verify_one(rt, run_id))
+                    bar.advance(task)
+        else:
+            reports = [_verify_one(rt, run_id) for run_id in ids]
+    failed = sum(1 for r in reports if not r["verified"])
+    if json_output:
+        if len(reports) == 1 and not all_runs:
+            out.data(reports[0])
+        else:
+            out.data({"runs": reports, "verified": len(reports) - failed, "failed": failed})
+    else:
+        for r in reports:
+            if r["verified"]:
+                out.say(
+                    f"[green]verified[/] {r['run_id']}: {r['checkpoints']} checkpoints,"
+                    f" up to {r['up_to']}",
+                    markup=True,
+                )
+            else:
+                out.say(f"FAILED {r['run_id']}: {r['error']}")
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _verify_one(rt: Runtime, run_id: str) -> dict[str, Any]:
+    """One run's report; a run that cannot be replayed at all is a failed verification."""
+    try:
+        return rt.verify(run_id).to_json()
+    except PlaitError as exc:
+        if exc.code == "E017":
+            raise
+        return {
+            "run_id": run_id,
+            "verified": False,
+            "checkpoints": 0,
+            "up_to": "start",
+            "error": str(exc),
+        }

@@ -1,0 +1,39 @@
+"""Crash injection for tests: kill this process at a chosen journal boundary.
+
+``PLAIT_CRASH_AT=intent:N`` kills the driver right after the commit that made
+its N-th intent durable (before that effect is dispatched);
+``PLAIT_CRASH_AT=result:N`` kills it after the N-th effect executed but before
+its result is committed. Counts are per process. Read by the driver only; the
+core never sees it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+
+@dataclass
+class CrashPoint:
+    boundary: str
+    n: int
+    seen: int = 0
+
+    @staticmethod
+    def from_env() -> CrashPoint | None:
+        spec = os.environ.get("PLAIT_CRASH_AT", "").strip()
+        if not spec:
+            return None
+        boundary, _, n = spec.partition(":")
+        if boundary not in ("intent", "result") or not n.isdigit():
+            raise ValueError(f"PLAIT_CRASH_AT must be intent:N or result:N, got {spec!r}")
+        return CrashPoint(boundary, int(n))
+
+    def passed(self, boundary: str, count: int = 1) -> None:
+        """Count ``count`` boundaries of this kind; die when the N-th is reached."""
+        if boundary != self.boundary:
+            return
+        self.seen += count
+        if self.seen >= self.n:
+            os.kill(os.getpid(), signal.SIGKILL)

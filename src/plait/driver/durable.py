@@ -1,0 +1,140 @@
+"""A journal backed by a store: group commit, intent adoption, redelivery notes, leases.
+
+The records of one wave (its feed, the results it produced, a checkpoint if a
+superstep closed, the next wave's intents) are buffered and committed in one
+transaction, fenced by the run's lease token, before any effect of the next
+wave is dispatched (ARCHITECTURE.md §5.2, §5.7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.core.errors import PlaitError
+from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
+from plait.core.keys import JournalKey, call_id, idempotency_key
+from plait.core.outcomes import EffectOutcome, journal_bytes, outcome_from_json
+from plait.core.state import SchedulerState
+from plait.driver.crash import CrashPoint
+from plait.driver.feeds import FEED, encode_events
+from plait.driver.wave import RunResult
+from plait.store.base import Store
+from plait.store.records import (
+    CheckpointWrite,
+    IntentWrite,
+    Journal,
+    RecordWrite,
+    ResultWrite,
+    StatusWrite,
+    Write,
+)
+
+
+class DurableJournal:
+    """The wave driver's journal for one leased run."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        token: int,
+        clock_ms: int,
+        *,
+        existing: Journal | None = None,
+        on_dangling: str = "redeliver",
+        crash: CrashPoint | None = None,
+        resume_from: int | bool | None = False,
+    ) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._token = token
+        self._clock_ms = clock_ms
+        self._intents = {i.key for i in existing.intents} if existing else set()
+        self._results = dict(existing.results) if existing else {}
+        self._on_dangling = on_dangling
+        self._crash = crash
+        self._pending: list[Write] = []
+        self._new_intents = 0
+        self._resume_from = resume_from
+        self.redelivered: list[JournalKey] = []
+
+    def feed(self, events: list[Event]) -> None:
+        body: dict[str, Any] = {"events": encode_events(events)}
+        if self._resume_from is not False:
+            body["resume_from"] = self._resume_from
+            self._resume_from = False
+        for item in body["events"]:
+            if "clock" in item:
+                self._clock_ms = max(self._clock_ms, item["clock"])
+        self._pending.append(RecordWrite(FEED, body))
+
+    def intent(self, command: WriteIntent) -> None:
+        key = command.key
+        if key in self._intents:
+            if key not in self._results:
+                if self._on_dangling == "fail":
+                    raise PlaitError(
+                        "E008",
+                        f"run '{self._run_id}': effect {call_id(key)[:16]} of node '{key.node}'"
+                        f" (attempt {key.attempt}, seq {key.effect_seq}) was dispatched but has"
+                        " no journaled result, and the run asked for on_dangling: fail",
+                    )
+                self.redelivered.append(key)
+                self._pending.append(
+                    RecordWrite(
+                        "redelivery",
+                        {"key": key.to_json(), "idempotency_key": self._idem(command)},
+                    )
+                )
+            return
+        self._intents.add(key)
+        self._new_intents += 1
+        self._pending.append(
+            IntentWrite(
+                key=key,
+                executor=command.executor,
+                input=command.input,
+                superstep=command.superstep,
+                clock_ms=command.clock_ms,
+                idempotency_key=self._idem(command),
+            )
+        )
+
+    @staticmethod
+    def _idem(command: WriteIntent) -> str:
+        return idempotency_key(command.key, command.input)
+
+    def journaled_result(self, key: JournalKey) -> EffectOutcome | None:
+        record = self._results.get(key)
+        return None if record is None else outcome_from_json(record.outcome)
+
+    def result(self, key: JournalKey, outcome: EffectOutcome, clock_ms: int) -> None:
+        if self._crash is not None:
+            self._crash.passed("result")
+        self._pending.append(ResultWrite(key, outcome.to_json(), clock_ms, journal_bytes(outcome)))
+
+    def checkpoint(self, command: WriteCheckpoint) -> None:
+        self._pending.append(CheckpointWrite(command.superstep, command.data))
+
+    def envelope(self, command: EmitEnvelope) -> None:
+        self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
+
+    def finish(self, state: SchedulerState) -> None:
+        result = RunResult.of(state)
+        self._pending.append(
+            RecordWrite("outcome", {"outcome": result.outcome, "spent": result.spent})
+        )
+
+    def status(self, state: SchedulerState) -> None:
+        """Record where the run now stands (running, parked or its final status)."""
+        result = RunResult.of(state)
+        self._pending.append(StatusWrite(result.status, result.outcome, self._clock_ms))
+
+    def commit(self) -> None:
+        if not self._pending:
+            return
+        writes, self._pending = self._pending, []
+        self._store.commit(self._run_id, self._token, writes)
+        if self._crash is not None and self._new_intents:
+            self._crash.passed("intent", self._new_intents)
+        self._new_intents = 0

@@ -1,0 +1,81 @@
+"""Journaled event batches ("feeds"): what each ``step`` call was given.
+
+Every batch of events the driver feeds the core is journaled in the same
+transaction as what that step produced. Verify replays exactly these batches,
+in order, answering effect results from the journal by key: one general
+mechanism for waves, starts, resumes, cancels, answers, steering messages and
+budget raises alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from plait.core.events import (
+    BudgetRaised,
+    CancelSeen,
+    ClockReading,
+    EffectResolved,
+    Event,
+    InputReceived,
+    ResponseSettled,
+    Start,
+)
+from plait.core.keys import JournalKey
+from plait.core.outcomes import EffectOutcome
+
+FEED = "feed"
+
+
+def encode_events(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Events as JSON; results are referenced by key (the result itself is journaled once)."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if isinstance(event, ClockReading):
+            out.append({"clock": event.unix_ms})
+        elif isinstance(event, EffectResolved):
+            out.append({"resolved": event.key.to_json()})
+        elif isinstance(event, Start):
+            out.append({"start": event.input})
+        elif isinstance(event, CancelSeen):
+            out.append({"cancel": [event.by, event.reason]})
+        elif isinstance(event, InputReceived):
+            out.append({"input": event.message})
+        elif isinstance(event, BudgetRaised):
+            out.append({"budget_raised": event.budgets})
+        elif isinstance(event, ResponseSettled):
+            out.append({"settled": event.ask_id})
+    return out
+
+
+def decode_events(
+    encoded: Sequence[dict[str, Any]],
+    result_of: Callable[[JournalKey], EffectOutcome | None],
+    answer_of: Callable[[str], EffectOutcome | None],
+) -> list[Event] | JournalKey | str:
+    """Rebuild a journaled batch; returns the missing key (or ask id) if a result is absent."""
+    events: list[Event] = []
+    for item in encoded:
+        if "clock" in item:
+            events.append(ClockReading(int(item["clock"])))
+        elif "resolved" in item:
+            key = JournalKey.from_json(item["resolved"])
+            outcome = result_of(key)
+            if outcome is None:
+                return key
+            events.append(EffectResolved(key, outcome))
+        elif "start" in item:
+            events.append(Start(item["start"]))
+        elif "cancel" in item:
+            events.append(CancelSeen(item["cancel"][0], item["cancel"][1]))
+        elif "input" in item:
+            events.append(InputReceived(item["input"]))
+        elif "budget_raised" in item:
+            events.append(BudgetRaised(item["budget_raised"]))
+        elif "settled" in item:
+            answer = answer_of(item["settled"])
+            if answer is None:
+                return str(item["settled"])
+            events.append(ResponseSettled(item["settled"], answer))
+    return events

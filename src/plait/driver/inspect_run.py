@@ -1,0 +1,65 @@
+"""Reading a run back: its current standing (``show``) and its effects (``trace``).
+
+Read-only views over the journal, shaped as CONTRACT.md's ``--json`` output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.core.canonical import loads
+from plait.core.state import SchedulerState
+from plait.driver.wave import RunResult
+from plait.store.base import Store
+
+
+def show(store: Store, run_id: str) -> RunResult:
+    """The run as of its latest checkpoint (a queued run shows its input context)."""
+    info = store.get_run(run_id)
+    meta = store.latest_checkpoint(run_id)
+    if meta is None:
+        manifest = store.manifests(run_id)[0]
+        value = manifest.get("input")
+        context = value if isinstance(value, dict) else ({} if value is None else {"input": value})
+        return RunResult(run_id, info.status, None, context, {}, [])
+    state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
+    result = RunResult.of(state, [a["ask"] for a in state.pending_asks.values()])
+    if result.status == "running" and info.status != "running":
+        result.status = info.status  # e.g. interrupted: the row knows better than the state
+    return result
+
+
+def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """Every effect in dispatch order (the order intents were journaled)."""
+    journal = store.load_journal(run_id)
+    redeliveries: dict[Any, int] = {}
+    for record in journal.records:
+        if record.kind == "redelivery":
+            key = tuple(sorted(record.body["key"].items()))
+            redeliveries[key] = redeliveries.get(key, 0) + 1
+    entries: list[dict[str, Any]] = []
+    for intent in journal.intents:
+        key = intent.key
+        result = journal.results.get(key)
+        entry: dict[str, Any] = {
+            "superstep": intent.superstep,
+            "node": key.node,
+            "task_path": key.task_path,
+            "attempt": key.attempt,
+            "effect_seq": key.effect_seq,
+            "kind": key.kind,
+            "input": intent.input,
+            "redeliveries": redeliveries.get(tuple(sorted(key.to_json().items())), 0),
+        }
+        if result is None:
+            entry["status"] = "pending"
+        elif "Completed" in result.outcome:
+            body = result.outcome["Completed"]
+            entry["status"] = "completed"
+            entry["result"] = body.get("result")
+            entry["usage"] = body.get("usage")
+        else:
+            entry["status"] = "failed"
+            entry["failure"] = result.outcome["Failed"]
+        entries.append(entry)
+    return entries

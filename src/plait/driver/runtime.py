@@ -1,0 +1,339 @@
+"""``plait.Runtime``: durable runs on a store — start, resume, cancel, fork.
+
+A run's manifest pins its definition at start (plan, executors, tools, budgets,
+engine epoch). Resume, verify and fork rebuild the run's environment from that
+manifest, so a changed workflow file can never silently change a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from plait.core.canonical import dumpb, loads
+from plait.core.env import Budgets, StepEnv
+from plait.core.errors import PlaitError
+from plait.core.events import BudgetRaised, CancelSeen, ClockReading, Event, Start
+from plait.core.state import SchedulerState
+from plait.driver.clock import Clock, clock_from_env
+from plait.driver.crash import CrashPoint
+from plait.driver.durable import DurableJournal
+from plait.driver.inprocess import new_run_id
+from plait.driver.inspect_run import show, trace
+from plait.driver.owner import owner_alive, this_process
+from plait.driver.tools_exec import ToolRunner
+from plait.driver.verify import VerifyReport, verify_run
+from plait.driver.wave import Observer, RunResult, drive
+from plait.store import open_store
+from plait.store.base import Store
+from plait.store.records import CheckpointWrite, RecordWrite, RunInfo, StatusWrite
+
+if TYPE_CHECKING:
+    from plait.workflow import Workflow
+
+ENGINE_EPOCH = 1
+DEFAULT_DB = "sqlite:///.plait/plait.db"
+DEFAULT_LEASE_TTL_MS = 30_000
+
+
+def default_db() -> str:
+    return os.environ.get("PLAIT_DB") or DEFAULT_DB
+
+
+def default_principal() -> str:
+    import getpass
+
+    return os.environ.get("PLAIT_PRINCIPAL") or getpass.getuser()
+
+
+def _lease_ttl() -> int:
+    value = os.environ.get("PLAIT_LEASE_TTL_MS", "").strip()
+    return int(value) if value else DEFAULT_LEASE_TTL_MS
+
+
+def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
+    return StepEnv(
+        plan=workflow.plan(),
+        executors=workflow.executors(),
+        budgets=budgets or workflow.to_budgets(),
+    )
+
+
+def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) -> Workflow:
+    """The run's definition: the given one or its source file, checked against the pin."""
+    from plait.workflow import load_workflow
+
+    if workflow is None:
+        source = manifest.get("source")
+        if not source:
+            raise PlaitError(
+                "E010",
+                f"run '{manifest['run_id']}' was started from Python; pass its workflow to resume",
+            )
+        workflow = load_workflow(Path(source))
+    if workflow.to_manifest() != manifest["workflow"]:
+        raise PlaitError(
+            "E010",
+            f"run '{manifest['run_id']}': the workflow no longer matches the one pinned at start"
+            " (fork the run with --workflow to move it onto a new definition)",
+        )
+    return workflow
+
+
+class Runtime:
+    """Drives runs durably on one store (SQLite by default)."""
+
+    def __init__(
+        self,
+        db: str | None = None,
+        *,
+        store: Store | None = None,
+        clock: Clock | None = None,
+        principal: str | None = None,
+        durability: str | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.db = db or default_db()
+        durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
+        self.store = store if store is not None else open_store(self.db, durability=durability)
+        self.clock = clock or clock_from_env()
+        self.principal = principal or default_principal()
+        self.observer = observer
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- driving --------------------------------------------------------------
+
+    async def start(
+        self, workflow: Workflow, input: Any = None, *, run_id: str | None = None
+    ) -> RunResult:
+        """Start a new run and drive it until it finishes or parks."""
+        workflow.plan()  # validate before anything is written
+        run_id = run_id or new_run_id()
+        now = self.clock()
+        manifest = {
+            "engine_epoch": ENGINE_EPOCH,
+            "run_id": run_id,
+            "workflow": workflow.to_manifest(),
+            "source": str(workflow.source.resolve()) if workflow.source else None,
+            "input": input,
+            "principal": self.principal,
+        }
+        info = RunInfo(run_id, workflow.name, "running", self.principal, None, now, now)
+        self.store.create_run(info, manifest)
+        return await self._drive(run_id, workflow, [ClockReading(now), Start(input)])
+
+    async def resume(self, run_id: str, *, workflow: Workflow | None = None) -> RunResult:
+        """Continue a run from its last checkpoint; a finished run reports its outcome again."""
+        manifest = self._manifest(run_id)
+        workflow = pinned_workflow(manifest, workflow)
+        meta = self.store.latest_checkpoint(run_id)
+        now = self.clock()
+        if meta is None:
+            events: list[Event] = [ClockReading(now), Start(manifest["input"])]
+            return await self._drive(run_id, workflow, events, resume_from=None)
+        state = self._state_at(run_id, meta.seq)
+        events = [ClockReading(now), *self._unfed_events(run_id)]
+        if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
+            return RunResult.of(state)
+        return await self._drive(run_id, workflow, events, resume_from=meta.seq, state=state)
+
+    async def _drive(
+        self,
+        run_id: str,
+        workflow: Workflow,
+        events: list[Event],
+        *,
+        resume_from: int | bool | None = False,
+        state: SchedulerState | None = None,
+    ) -> RunResult:
+        """Drive under a lease. ``resume_from``: False for a new run, else the checkpoint
+        seq the state was restored from (None: no checkpoint, the run restarts)."""
+        manifest = self._manifest(run_id)
+        env = make_env(workflow, self._budgets(run_id, workflow))
+        if state is None:
+            state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
+        elif state.run_id != run_id:
+            raise PlaitError("E010", f"checkpoint belongs to run '{state.run_id}', not '{run_id}'")
+        if manifest.get("engine_epoch") != ENGINE_EPOCH:
+            raise PlaitError(
+                "E026",
+                f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
+                f" this plait replays epoch {ENGINE_EPOCH}",
+            )
+        ttl = _lease_ttl()
+        now = self.clock()
+        token = self.store.acquire_lease(run_id, this_process(), now, ttl, owner_alive)
+        existing = self.store.load_journal(run_id) if resume_from is not False else None
+        journal = DurableJournal(
+            self.store,
+            run_id,
+            token,
+            now,
+            existing=existing,
+            on_dangling=workflow.on_dangling,
+            crash=CrashPoint.from_env(),
+            resume_from=resume_from,
+        )
+        try:
+            tools = ToolRunner(workflow.tools)
+            result = await drive(env, state, events, journal, tools, self.clock, self.observer)
+            journal.status(state)
+            journal.commit()
+        finally:
+            self.store.release_lease(run_id, token)
+        result.redelivered = len(journal.redelivered)
+        return result
+
+    # --- commands from outside the driver -----------------------------------------
+
+    def cancel(self, run_id: str, reason: str = "", by: str | None = None) -> None:
+        """Journal a cancel; the next drive (or resume) of the run feeds it to the core."""
+        self.store.get_run(run_id)
+        body = {"by": by or self.principal, "reason": reason}
+        self.store.commit(run_id, None, [RecordWrite("cancel", body)])
+
+    def raise_budget(self, run_id: str, raised: dict[str, Any]) -> None:
+        """Journal a manifest supersession with raised ceilings (fed as BudgetRaised on resume)."""
+        self.store.get_run(run_id)
+        self.store.commit(run_id, None, [RecordWrite("budget_raise", raised)])
+
+    async def fork(
+        self,
+        run_id: str,
+        *,
+        at: int | None = None,
+        workflow: Workflow | None = None,
+        budgets: dict[str, Any] | None = None,
+        new_run_id: str | None = None,
+    ) -> RunResult:
+        """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest)."""
+        manifest = self._manifest(run_id)
+        base_workflow = workflow or pinned_workflow(manifest)
+        base_workflow.plan()
+        journal = self.store.load_journal(run_id)
+        metas = [m for m in journal.checkpoints if at is None or m.superstep == at]
+        if not metas:
+            raise PlaitError("E017", f"run '{run_id}' has no checkpoint at superstep {at}")
+        meta = metas[0] if at is not None else metas[-1]
+        seed = loads(self.store.read_checkpoint(run_id, meta.seq))
+        fork_id = new_run_id or new_run_id_for_fork(run_id)
+        scheduler = dict(seed["scheduler"])
+        scheduler["run_id"] = fork_id
+        state = SchedulerState.from_json(scheduler)
+        if workflow is not None:
+            plan = workflow.plan()
+            if len(plan.nodes) != len(state.node_state) or len(plan.edges) != len(state.edge_fired):
+                raise PlaitError(
+                    "E010",
+                    f"cannot fork '{run_id}' onto workflow '{workflow.name}': it has a different"
+                    " number of nodes or edges than the checkpoint",
+                )
+        if isinstance(state.phase, dict) and "Finished" in state.phase:
+            state.phase = "Idle"  # a fork continues; re-running the finish is its own decision
+        state.exhausted = None
+        now = self.clock()
+        fork_manifest = {
+            **manifest,
+            "run_id": fork_id,
+            "workflow": base_workflow.to_manifest(),
+            "source": str(base_workflow.source.resolve()) if base_workflow.source else None,
+            "fork_of": {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep},
+        }
+        if budgets:
+            fork_manifest["budgets_override"] = budgets
+        info = RunInfo(fork_id, base_workflow.name, "running", self.principal, None, now, now)
+        self.store.create_run(info, fork_manifest)
+        data = dumpb({"scheduler": state.to_json(), "decisions": seed["decisions"]})
+        self.store.commit(
+            fork_id,
+            None,
+            [
+                CheckpointWrite(meta.superstep, data),
+                RecordWrite("fork", {"from_run": run_id, "from_seq": meta.seq}),
+                StatusWrite("running", None, now),
+            ],
+        )
+        seed_meta = self.store.latest_checkpoint(fork_id)
+        assert seed_meta is not None
+        return await self._drive(
+            fork_id, base_workflow, [ClockReading(now)], resume_from=seed_meta.seq, state=state
+        )
+
+    # --- reading ------------------------------------------------------------------
+
+    def verify(self, run_id: str, *, workflow: Workflow | None = None) -> VerifyReport:
+        """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
+        manifest = self._manifest(run_id)
+        if workflow is None and manifest.get("source") is None:
+            raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
+        workflow = pinned_workflow(manifest, workflow)
+        return verify_run(self.store, run_id, make_env(workflow, self._budgets(run_id, workflow)))
+
+    def show(self, run_id: str) -> RunResult:
+        return show(self.store, run_id)
+
+    def trace(self, run_id: str) -> list[dict[str, Any]]:
+        return trace(self.store, run_id)
+
+    def _manifest(self, run_id: str) -> dict[str, Any]:
+        manifests = self.store.manifests(run_id)
+        return dict(manifests[0])
+
+    def _budgets(self, run_id: str, workflow: Workflow) -> Budgets:
+        manifest = self._manifest(run_id)
+        budgets = workflow.to_budgets().to_json()
+        budgets.update(manifest.get("budgets_override") or {})
+        for record in self.store.load_journal(run_id).records:
+            if record.kind == "budget_raise":
+                budgets.update(record.body)
+        return Budgets.from_json(budgets)
+
+    def _state_at(self, run_id: str, seq: int) -> SchedulerState:
+        try:
+            checkpoint = loads(self.store.read_checkpoint(run_id, seq))
+            return SchedulerState.from_json(checkpoint["scheduler"])
+        except PlaitError:
+            raise
+        except Exception as exc:
+            raise PlaitError(
+                "E010", f"checkpoint {seq} of run '{run_id}' is unreadable: {exc}"
+            ) from exc
+
+    def _unfed_events(self, run_id: str) -> list[Event]:
+        """Cancels and budget raises journaled since the run was last driven."""
+        journal = self.store.load_journal(run_id)
+        fed_upto = max((r.seq for r in journal.records if r.kind == "feed"), default=0)
+        events: list[Event] = []
+        for record in journal.records:
+            if record.seq <= fed_upto:
+                continue
+            if record.kind == "cancel":
+                events.append(CancelSeen(record.body["by"], record.body["reason"]))
+            elif record.kind == "budget_raise":
+                events.append(BudgetRaised(record.body))
+        return events
+
+    # --- sync wrappers --------------------------------------------------------------
+
+    def run_sync(self, workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
+        return asyncio.run(self.start(workflow, input, **kwargs))
+
+    def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:
+        return asyncio.run(self.resume(run_id, **kwargs))
+
+    def fork_sync(self, run_id: str, **kwargs: Any) -> RunResult:
+        return asyncio.run(self.fork(run_id, **kwargs))
+
+
+def new_run_id_for_fork(run_id: str) -> str:
+    return f"{run_id.split('~')[0]}-fork-{new_run_id()[4:12]}"

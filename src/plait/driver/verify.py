@@ -1,0 +1,157 @@
+"""``plait verify``: re-drive a run from its journal alone and compare every checkpoint.
+
+No tool, no model, no write: every batch of events the live driver fed the core
+is journaled (see ``feeds``); verify rebuilds each batch, answering results from
+the journal by key, calls ``step`` and compares each checkpoint it produces with
+the stored one, byte for byte (ARCHITECTURE.md §5.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from plait.core.canonical import loads
+from plait.core.env import StepEnv
+from plait.core.events import WriteCheckpoint
+from plait.core.keys import JournalKey, call_id
+from plait.core.outcomes import EffectOutcome, outcome_from_json
+from plait.core.state import SchedulerState
+from plait.core.step import step
+from plait.driver.feeds import FEED, decode_events
+from plait.store.base import Store
+
+
+@dataclass
+class VerifyReport:
+    run_id: str
+    verified: bool
+    checkpoints: int
+    up_to: str
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_id": self.run_id,
+            "verified": self.verified,
+            "checkpoints": self.checkpoints,
+            "up_to": self.up_to,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def _differing_fields(expected: bytes, produced: bytes) -> list[str]:
+    """Dotted paths (two levels deep) where two checkpoints differ, sorted."""
+    a, b = loads(expected), loads(produced)
+    fields: list[str] = []
+    for part in ("scheduler", "decisions"):
+        left, right = a.get(part, {}), b.get(part, {})
+        for name in sorted(set(left) | set(right)):
+            if left.get(name) != right.get(name) or type(left.get(name)) is not type(
+                right.get(name)
+            ):
+                lv, rv = left.get(name), right.get(name)
+                if isinstance(lv, dict) and isinstance(rv, dict):
+                    subs = sorted(k for k in set(lv) | set(rv) if lv.get(k) != rv.get(k))
+                    fields.extend(f"{part}.{name}.{k}" for k in subs[:5])
+                    if not subs:
+                        fields.append(f"{part}.{name}")
+                else:
+                    fields.append(f"{part}.{name}")
+    return fields or ["bytes"]
+
+
+def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
+    """Replay ``run_id``'s journal through the core; never dispatches anything."""
+    journal = store.load_journal(run_id)
+    stored: list[tuple[int, int]] = [(m.seq, m.superstep) for m in journal.checkpoints]
+    seeds = {
+        m.seq
+        for m in journal.checkpoints
+        for r in journal.records
+        if r.kind == "fork" and r.seq == m.seq + 1
+    }
+    by_seq: dict[int, bytes] = {}
+    expected = [seq for seq, _ in stored if seq not in seeds]
+    results = journal.results
+    asks: dict[str, JournalKey] = {call_id(i.key): i.key for i in journal.intents}
+
+    def result_of(key: JournalKey) -> EffectOutcome | None:
+        record = results.get(key)
+        return None if record is None else outcome_from_json(record.outcome)
+
+    def answer_of(ask_id: str) -> EffectOutcome | None:
+        key = asks.get(ask_id)
+        return None if key is None else result_of(key)
+
+    def stored_bytes(seq: int) -> bytes:
+        if seq not in by_seq:
+            by_seq[seq] = store.read_checkpoint(run_id, seq)
+        return by_seq[seq]
+
+    state: SchedulerState | None = None
+    compared = 0
+    plan = env.plan
+    for record in journal.records:
+        if record.kind != FEED:
+            continue
+        body = record.body
+        if "resume_from" in body:
+            seq = body["resume_from"]
+            if seq is None:
+                state = None
+            else:
+                state = SchedulerState.from_json(loads(stored_bytes(seq))["scheduler"])
+        if state is None:
+            state = SchedulerState.new(run_id, len(plan.nodes), len(plan.edges))
+        events = decode_events(body["events"], result_of, answer_of)
+        if not isinstance(events, list):
+            break  # a result the journal does not hold: verifiable up to here
+        out = step(env, state, events)
+        for command in out.commands:
+            if not isinstance(command, WriteCheckpoint):
+                continue
+            if compared >= len(expected):
+                return VerifyReport(
+                    run_id,
+                    False,
+                    compared,
+                    f"superstep {command.superstep}",
+                    f"PLAIT-E009 superstep {command.superstep}: replay produced a checkpoint"
+                    " the journal does not have",
+                )
+            seq = expected[compared]
+            want = stored_bytes(seq)
+            if want != command.data:
+                fields = ", ".join(_differing_fields(want, command.data))
+                return VerifyReport(
+                    run_id,
+                    False,
+                    compared,
+                    f"superstep {command.superstep}",
+                    f"PLAIT-E009 superstep {command.superstep}: checkpoint {seq} differs from"
+                    f" the replay in {fields}",
+                )
+            compared += 1
+    if compared < len(expected):
+        missing = expected[compared]
+        superstep = dict(stored)[missing]
+        return VerifyReport(
+            run_id,
+            False,
+            compared,
+            f"superstep {superstep}",
+            f"PLAIT-E009 superstep {superstep}: the journal holds checkpoint {missing} that the"
+            " replay never produced",
+        )
+    if state is None:
+        up_to = "start"
+    elif state.is_terminal():
+        up_to = "terminal"
+    elif state.is_parked():
+        up_to = "park"
+    else:
+        up_to = f"superstep {state.superstep}"
+    return VerifyReport(run_id, True, compared, up_to)

@@ -1,0 +1,83 @@
+"""Where runs live: the ``Store`` protocol, its back ends, and ``open_store`` to pick one.
+
+The driver talks only to ``Store`` (``base.py``) with the values of ``records.py``; which
+database is behind it is decided here, from a URL, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+
+from plait.core.errors import PlaitError
+from plait.store.base import Store
+from plait.store.records import (
+    RUN_STATUSES,
+    CheckpointMeta,
+    CheckpointWrite,
+    IntentRecord,
+    IntentWrite,
+    Journal,
+    JournalItem,
+    LeaseOwner,
+    ManifestWrite,
+    Record,
+    RecordWrite,
+    ResultRecord,
+    ResultWrite,
+    RunInfo,
+    StatusWrite,
+    Write,
+)
+from plait.store.sqlite import SqliteStore
+
+__all__ = [
+    "RUN_STATUSES",
+    "CheckpointMeta",
+    "CheckpointWrite",
+    "IntentRecord",
+    "IntentWrite",
+    "Journal",
+    "JournalItem",
+    "LeaseOwner",
+    "ManifestWrite",
+    "Record",
+    "RecordWrite",
+    "ResultRecord",
+    "ResultWrite",
+    "RunInfo",
+    "SqliteStore",
+    "StatusWrite",
+    "Store",
+    "Write",
+    "open_store",
+    "sqlite_path",
+]
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file a SQLite URL names, or None when ``url`` is not a SQLite location.
+
+    ``sqlite:///rel/path.db`` is relative, ``sqlite:////abs/path.db`` absolute,
+    ``sqlite:///:memory:`` a private in-memory database, and a URL without a scheme a path.
+    """
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        if not rest.startswith("/") or rest == "/":
+            raise PlaitError("E020", f"storage error on {url}: expected sqlite:///<path>")
+        return rest[1:]
+    if "://" in url:
+        return None
+    return url
+
+
+def open_store(url: str, *, durability: str = "normal") -> Store:
+    """Open the store a URL or path names; SQLite's parent folders are created."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme in ("postgresql", "postgres"):
+        raise PlaitError("E020", "PostgreSQL store not available yet")
+    path = sqlite_path(url)
+    if path is None:
+        raise PlaitError(
+            "E020", f"unsupported store URL scheme '{scheme}' (expected sqlite or postgresql)"
+        )
+    return SqliteStore(os.path.expanduser(path), durability)

@@ -1,0 +1,289 @@
+"""Content-addressed JSON trees: why stored bytes per superstep do not grow (ARCHITECTURE.md §5.3).
+
+A checkpoint is logically the whole canonical state, written every superstep. Stored
+naively that is O(N^2) bytes for a run whose context grows by a little each step. Here a
+JSON value is cut into *nodes* named by the SHA-256 of their bytes, so a node that did
+not change since the last superstep (or that another run, an intent input or a result
+already holds) has the same name and is stored once.
+
+Theory of operation. A value is written in an *encoded form* (``E``), itself JSON:
+
+- ``null``, booleans, numbers and strings stand for themselves;
+- ``{"o": {key: E, ...}}`` is an object, ``{"l": [E, ...]}`` a list;
+- ``{"t": [hash, ...]}`` is a long list: the concatenation of the lists those nodes hold;
+- ``{"r": hash}`` stands for whatever the node ``hash`` holds.
+
+Every container is a one-key tagged object, so a user's ``{"r": "..."}`` (an ``"o"``) can
+never be mistaken for a reference, and a user's list never for a tree. A node's bytes are
+the canonical text of an encoded form that is not a reference. The rules that keep the
+bytes per step flat:
+
+1. an encoded form shorter than ``inline_limit`` characters stays inline in its parent;
+   a longer one becomes a node and its parent holds ``{"r": hash}``;
+2. a list longer than ``page_size`` is cut at FIXED index boundaries into pages of
+   ``page_size`` elements (always nodes), and the page hashes are grouped the same way,
+   level after level, until one level fits in a ``{"t"}``. Appending an element leaves
+   every full page and every full group unchanged, so it writes the new element, the last
+   page and the last group of each level: O(log N) small nodes.
+
+The cut is a pure function of the value, so equal values always give equal nodes, in any
+process. This module never touches a database, a file or the clock. ``encode`` and
+``decode`` are pure apart from two caches that only save work: ``HashMemo`` (hashes of
+large strings and of pages of strings, so an unchanged document is not re-hashed every
+superstep) and ``decode``'s cache of parsed nodes. What is already stored is the caller's
+knowledge (``known``), never this module's.
+"""
+
+from __future__ import annotations
+
+import json.encoder
+import math
+from collections.abc import Callable, Container, Hashable, Sequence
+from hashlib import sha256
+from typing import Any, NamedTuple
+
+from plait.core.canonical import JSON, CanonicalJSONError, loads
+
+INLINE_LIMIT = 256
+"""Encoded forms of at least this many characters are stored as nodes of their own."""
+
+PAGE_SIZE = 16
+"""Elements per list page, and hashes per tree node above the pages."""
+
+_quote: Callable[[str], str] = json.encoder.encode_basestring  # canonical: no ASCII escapes
+
+
+class ChunkError(ValueError):
+    """A node or encoded form that is not what ``encode`` writes (corruption)."""
+
+
+class Encoded(NamedTuple):
+    """``root`` is the encoded form to keep; ``nodes`` the node bytes it needs, by hash."""
+
+    root: JSON
+    nodes: dict[str, bytes]
+
+
+class HashMemo:
+    """Remembers the node hashes of immutable values: large strings and pages of strings.
+
+    A cache of a pure function (value -> hash), so it may serve any number of stores and
+    never decides what is stored (``known`` does). Unchanged documents and full list pages
+    are then not re-serialized nor re-hashed every superstep. Bounded: forgotten wholesale
+    past ``max_weight`` (characters of strings held, 64 per page element).
+    """
+
+    def __init__(self, max_weight: int = 1 << 25) -> None:
+        self.hashes: dict[Hashable, str] = {}
+        self._weight = 0
+        self._max_weight = max_weight
+
+    def put(self, key: Hashable, digest: str, weight: int) -> None:
+        if self._weight + weight > self._max_weight:
+            self.hashes.clear()
+            self._weight = 0
+        self.hashes[key] = digest
+        self._weight += weight
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+
+def encode(
+    value: JSON,
+    *,
+    known: Container[str] = frozenset(),
+    memo: HashMemo | None = None,
+    inline_limit: int = INLINE_LIMIT,
+    page_size: int = PAGE_SIZE,
+) -> Encoded:
+    """Cut ``value`` into nodes; nodes whose hash is in ``known`` are left out of the result.
+
+    Raises CanonicalJSONError for a value with no canonical form (NaN, a non-str key, a
+    non-JSON type).
+    """
+    if page_size < 2:
+        raise ValueError("page_size must be at least 2")
+    cutter = _Cutter(known, memo, inline_limit, page_size)
+    root = cutter.value(value)
+    return Encoded(loads(root), cutter.nodes)
+
+
+def decode(
+    root: JSON,
+    fetch: Callable[[str], bytes],
+    *,
+    cache: dict[str, JSON] | None = None,
+) -> JSON:
+    """Rebuild the value ``root`` encodes, fetching node bytes by hash.
+
+    ``cache`` keeps parsed nodes between calls (e.g. over a whole journal, whose inputs
+    share most nodes); the returned containers are always fresh, only strings are shared.
+    Raises ChunkError (or CanonicalJSONError) on anything ``encode`` would not have written.
+    """
+    return _Reader(fetch, {} if cache is None else cache).value(root)
+
+
+class _Cutter:
+    """One encode call: emits canonical text bottom-up and collects the nodes it cuts."""
+
+    __slots__ = ("known", "limit", "memo", "nodes", "page")
+
+    def __init__(self, known: Container[str], memo: HashMemo | None, limit: int, page: int) -> None:
+        self.known = known
+        self.memo = memo
+        self.limit = limit
+        self.page = page
+        self.nodes: dict[str, bytes] = {}
+
+    def value(self, v: Any) -> str:
+        """The canonical text of ``v``'s encoded form (inline, or a reference)."""
+        t = type(v)
+        if t is str:
+            return self.string(v)
+        if t is dict:
+            return self.obj(v)
+        if t is list or t is tuple:
+            return self.array(v)
+        if v is None:
+            return "null"
+        if v is True:
+            return "true"
+        if v is False:
+            return "false"
+        if t is int:
+            return int.__repr__(v)
+        if t is float:
+            return _float_text(v)
+        # Subclasses (str enums, IntEnum, OrderedDict) serialize as their base, like json.
+        if isinstance(v, str):
+            return self.string(str.__str__(v))
+        if isinstance(v, int):
+            return int.__repr__(v)
+        if isinstance(v, float):
+            return _float_text(v)
+        if isinstance(v, dict):
+            return self.obj(v)
+        raise CanonicalJSONError(f"Object of type {t.__name__} is not JSON serializable")
+
+    def string(self, s: str) -> str:
+        if len(s) + 2 < self.limit:
+            text = _quote(s)
+            return text if len(text) < self.limit else self.cut(text)
+        memo = self.memo
+        digest = memo.hashes.get(s) if memo is not None else None
+        if digest is None:
+            digest = self.store(_quote(s))
+            if memo is not None:
+                memo.put(s, digest, len(s))
+        elif digest not in self.known and digest not in self.nodes:
+            self.nodes[digest] = _quote(s).encode("utf-8")
+        return '{"r":"' + digest + '"}'
+
+    def obj(self, d: dict[Any, Any]) -> str:
+        parts = []
+        for k in sorted(d):  # a non-str key fails here or just below
+            if type(k) is not str:
+                raise CanonicalJSONError(f"keys must be str, not {type(k).__name__}")
+            parts.append(_quote(k) + ":" + self.value(d[k]))
+        text = '{"o":{' + ",".join(parts) + "}}"
+        return text if len(text) < self.limit else self.cut(text)
+
+    def array(self, xs: list[Any] | tuple[Any, ...]) -> str:
+        page = self.page
+        value = self.value
+        if len(xs) <= page:
+            text = '{"l":[' + ",".join([value(x) for x in xs]) + "]}"
+            return text if len(text) < self.limit else self.cut(text)
+        level = [self.page_node(xs[i : i + page]) for i in range(0, len(xs), page)]
+        while len(level) > page:
+            level = [
+                self.store(_tree_text(level[i : i + page])) for i in range(0, len(level), page)
+            ]
+        text = _tree_text(level)
+        return text if len(text) < self.limit else self.cut(text)
+
+    def page_node(self, items: Sequence[Any]) -> str:
+        """Store one page of a long list; return its hash (remembered for pages of strings)."""
+        memo = self.memo
+        if memo is None or set(map(type, items)) != _ONLY_STR:
+            return self.store('{"l":[' + ",".join([self.value(x) for x in items]) + "]}")
+        key = (self.limit, tuple(items))  # the cut of a string depends on the limit
+        digest = memo.hashes.get(key)
+        if digest is None or digest not in self.known:
+            digest = self.store('{"l":[' + ",".join([self.string(x) for x in items]) + "]}")
+            memo.put(key, digest, 64 * len(items))
+        return digest
+
+    def store(self, text: str) -> str:
+        """Make ``text`` a node; return its hash."""
+        data = text.encode("utf-8")
+        digest = sha256(data).hexdigest()
+        if digest not in self.known:
+            self.nodes[digest] = data
+        return digest
+
+    def cut(self, text: str) -> str:
+        """Make ``text`` a node; return the reference that stands for it."""
+        return '{"r":"' + self.store(text) + '"}'
+
+
+_ONLY_STR = {str}
+
+
+def _tree_text(hashes: list[str]) -> str:
+    return '{"t":["' + '","'.join(hashes) + '"]}'
+
+
+def _float_text(v: float) -> str:
+    if not math.isfinite(v):
+        raise CanonicalJSONError(f"Out of range float values are not JSON compliant: {v!r}")
+    return float.__repr__(v)
+
+
+class _Reader:
+    """One decode call (or several sharing ``cache``)."""
+
+    __slots__ = ("cache", "fetch")
+
+    def __init__(self, fetch: Callable[[str], bytes], cache: dict[str, JSON]) -> None:
+        self.fetch = fetch
+        self.cache = cache
+
+    def node(self, digest: Any) -> JSON:
+        if type(digest) is not str:
+            raise ChunkError(f"a node reference must be a string, not {type(digest).__name__}")
+        parsed = self.cache.get(digest)
+        if parsed is None:
+            parsed = loads(self.fetch(digest))
+            if type(parsed) is dict and "r" in parsed:
+                raise ChunkError(f"node {digest} is a bare reference")
+            self.cache[digest] = parsed
+        return parsed
+
+    def value(self, e: JSON) -> JSON:
+        t = type(e)
+        if t is dict:
+            if len(e) != 1:
+                raise ChunkError(f"an encoded container has one tag, not {sorted(e)}")
+            ((tag, body),) = e.items()
+            if tag == "o" and type(body) is dict:
+                value = self.value
+                return {k: value(v) for k, v in body.items()}
+            if tag == "l" and type(body) is list:
+                value = self.value
+                return [value(x) for x in body]
+            if tag == "t" and type(body) is list:
+                out: list[JSON] = []
+                for digest in body:
+                    part = self.value(self.node(digest))
+                    if type(part) is not list:
+                        raise ChunkError(f"tree child {digest} is not a list")
+                    out.extend(part)
+                return out
+            if tag == "r":
+                return self.value(self.node(body))
+            raise ChunkError(f"unknown encoded form tagged {tag!r}")
+        if t is list:
+            raise ChunkError("a bare array is not an encoded form")
+        return e

@@ -1,0 +1,195 @@
+"""The values that cross the store boundary: what a driver writes and what it reads back.
+
+Every back end (SQLite now, PostgreSQL later) speaks exactly these types, so the driver
+never sees a row, a cursor or a column name. Writes are handed to ``Store.commit`` as one
+ordered batch; the read side mirrors them with the per-run sequence number (``seq``) each
+was given. These are plain frozen values: this module never touches a database, and
+payloads are opaque JSON the store never interprets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from plait.core.canonical import JSON
+from plait.core.keys import JournalKey
+
+RUN_STATUSES: tuple[str, ...] = (
+    "queued",
+    "running",
+    "parked",
+    "completed",
+    "failed",
+    "stalled",
+    "canceled",
+    "budget_exhausted",
+)
+"""Every status a run row may hold."""
+
+
+def _check_status(status: str) -> None:
+    if status not in RUN_STATUSES:
+        raise ValueError(f"unknown run status {status!r} (expected one of {RUN_STATUSES})")
+
+
+@dataclass(frozen=True)
+class LeaseOwner:
+    """Who drives a run: a process on a host, told apart from a later one by its start time."""
+
+    host: str
+    pid: int
+    started_ms: int
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run's row: identity, status and final outcome (None until it finishes)."""
+
+    run_id: str
+    workflow: str
+    status: str
+    principal: str
+    parent_run_id: str | None
+    created_ms: int
+    updated_ms: int
+    outcome: JSON | None = None
+
+    def __post_init__(self) -> None:
+        _check_status(self.status)
+
+
+# --- writes: what a driver hands to Store.commit, applied in order in one transaction ---
+
+
+@dataclass(frozen=True)
+class IntentWrite:
+    """An effect about to be dispatched; journaled before the dispatch."""
+
+    key: JournalKey
+    executor: str
+    input: JSON
+    superstep: int
+    clock_ms: int
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class ResultWrite:
+    """An effect's outcome (``{"Completed": ...}`` or ``{"Failed": ...}``), once per key."""
+
+    key: JournalKey
+    outcome: JSON
+    clock_ms: int
+    journal_bytes: int
+
+
+@dataclass(frozen=True)
+class CheckpointWrite:
+    """The canonical JSON bytes of one checkpoint; read back byte for byte.
+
+    ``value``, when given, must be the value ``data`` encodes (a checkpoint is an object,
+    never null): it spares the store parsing ``data`` again on the hot path. A value that
+    does not match is caught when the checkpoint is read (PLAIT-E010), not when written.
+    """
+
+    superstep: int
+    data: bytes
+    value: JSON | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RecordWrite:
+    """An ordered administrative record (clock, answer, cancel, inbox, ...); opaque here."""
+
+    kind: str
+    body: JSON
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    """A change of the run row's status (and outcome); takes no place in the journal order."""
+
+    status: str
+    outcome: JSON | None
+    updated_ms: int
+
+    def __post_init__(self) -> None:
+        _check_status(self.status)
+
+
+@dataclass(frozen=True)
+class ManifestWrite:
+    """A manifest supersession (e.g. raised budgets); the original manifest comes first."""
+
+    manifest: JSON
+
+
+Write: TypeAlias = (
+    IntentWrite | ResultWrite | CheckpointWrite | RecordWrite | StatusWrite | ManifestWrite
+)
+
+
+# --- read side: the journal as stored, every item carrying its seq ---
+
+
+@dataclass(frozen=True)
+class IntentRecord:
+    seq: int
+    key: JournalKey
+    executor: str
+    input: JSON
+    superstep: int
+    clock_ms: int
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    seq: int
+    key: JournalKey
+    outcome: JSON
+    clock_ms: int
+    journal_bytes: int
+
+
+@dataclass(frozen=True)
+class CheckpointMeta:
+    """Where a checkpoint sits and what its bytes hash to; read the bytes separately."""
+
+    seq: int
+    superstep: int
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Record:
+    seq: int
+    kind: str
+    body: JSON
+
+
+JournalItem: TypeAlias = IntentRecord | ResultRecord | Record | CheckpointMeta
+
+
+@dataclass(frozen=True)
+class Journal:
+    """Everything journaled for one run; ``items()`` gives the one total order."""
+
+    run_id: str
+    intents: list[IntentRecord] = field(default_factory=list)
+    results: dict[JournalKey, ResultRecord] = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)
+    checkpoints: list[CheckpointMeta] = field(default_factory=list)
+
+    def items(self) -> list[JournalItem]:
+        """Intents, results, records and checkpoint metas merged in ``seq`` order."""
+        merged: list[JournalItem] = [
+            *self.intents,
+            *self.results.values(),
+            *self.records,
+            *self.checkpoints,
+        ]
+        merged.sort(key=lambda item: item.seq)
+        return merged

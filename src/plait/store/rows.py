@@ -1,0 +1,103 @@
+"""The row layout of the runs and journal tables, shared by every SQL back end.
+
+A write becomes a tuple of column values here and a row becomes a record here, so SQLite
+and PostgreSQL store exactly the same thing. Payloads are turned into text by the
+``encode`` callable the store passes in (chunks.py, with the store's own caches) and
+back by ``decode``; this module never runs SQL and never sees a connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from plait.core.canonical import JSON, digest, dumps, loads
+from plait.core.keys import JournalKey
+from plait.store.records import (
+    CheckpointMeta,
+    CheckpointWrite,
+    IntentRecord,
+    IntentWrite,
+    Journal,
+    ManifestWrite,
+    Record,
+    RecordWrite,
+    ResultRecord,
+    ResultWrite,
+    RunInfo,
+    StatusWrite,
+    Write,
+)
+
+RUN_COLUMNS = ("run_id", "workflow", "status", "principal", "parent_run_id", "created_ms",
+               "updated_ms", "outcome")  # fmt: skip
+"""Columns of a run row as ``run_row``/``run_from_row`` order them."""
+
+JOURNAL_COLUMNS = ("item", "journal_key", "executor", "record_kind", "superstep", "clock_ms",
+                   "idempotency_key", "journal_bytes", "sha256", "size", "payload")  # fmt: skip
+"""Columns of a journal row after ``(run_id, seq)``, as ``write_row`` orders them."""
+
+Row = tuple[Any, ...]
+
+
+def run_row(info: RunInfo) -> Row:
+    outcome = None if info.outcome is None else dumps(info.outcome)
+    return (info.run_id, info.workflow, info.status, info.principal, info.parent_run_id,
+            info.created_ms, info.updated_ms, outcome)  # fmt: skip
+
+
+def run_from_row(row: Row) -> RunInfo:
+    outcome = None if row[7] is None else loads(row[7])
+    return RunInfo(row[0], row[1], row[2], row[3], row[4], row[5], row[6], outcome)
+
+
+def write_row(write: Write, encode: Callable[[JSON], str]) -> Row:
+    """What one write becomes, tagged by its first element.
+
+    ``intent``/``result``/``checkpoint``/``record``: the JOURNAL_COLUMNS values;
+    ``status``: (status, outcome text, updated_ms); ``manifest``: (payload,).
+    """
+    if isinstance(write, IntentWrite):
+        return ("intent", _key_text(write.key), write.executor, None, write.superstep,
+                write.clock_ms, write.idempotency_key, None, None, None,
+                encode(write.input))  # fmt: skip
+    if isinstance(write, ResultWrite):
+        return ("result", _key_text(write.key), None, None, None, write.clock_ms, None,
+                write.journal_bytes, None, None, encode(write.outcome))  # fmt: skip
+    if isinstance(write, CheckpointWrite):
+        value = loads(write.data) if write.value is None else write.value
+        return ("checkpoint", None, None, None, write.superstep, None, None, None,
+                digest(write.data), len(write.data), encode(value))  # fmt: skip
+    if isinstance(write, RecordWrite):
+        return ("record", None, None, write.kind, None, None, None, None, None, None,
+                encode(write.body))  # fmt: skip
+    if isinstance(write, StatusWrite):
+        outcome = None if write.outcome is None else dumps(write.outcome)
+        return ("status", write.status, outcome, write.updated_ms)
+    if isinstance(write, ManifestWrite):
+        return ("manifest", encode(write.manifest))
+    raise TypeError(f"not a store write: {write!r}")
+
+
+def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON]) -> None:
+    """Append the record a journal row (JOURNAL_COLUMNS values) stands for."""
+    item, key_text, executor, record_kind, superstep, clock_ms = row[:6]
+    idempotency_key, journal_bytes, sha, size, payload = row[6:]
+    if item == "intent":
+        key = JournalKey.from_json(loads(key_text))
+        journal.intents.append(
+            IntentRecord(seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key)
+        )
+    elif item == "result":
+        key = JournalKey.from_json(loads(key_text))
+        journal.results[key] = ResultRecord(seq, key, decode(payload), clock_ms, journal_bytes)
+    elif item == "checkpoint":
+        journal.checkpoints.append(CheckpointMeta(seq, superstep, sha, size))
+    elif item == "record":
+        journal.records.append(Record(seq, record_kind, decode(payload)))
+    else:
+        raise ValueError(f"unknown journal item {item!r} at seq {seq}")
+
+
+def _key_text(key: JournalKey) -> str:
+    return dumps(key.to_json())

@@ -1,0 +1,406 @@
+"""``SqliteStore``: the default, embedded store: one SQLite file in WAL mode (ARCHITECTURE.md §11).
+
+One connection per store, guarded by a lock; every write is one ``BEGIN IMMEDIATE``
+transaction, so a wave's results, its checkpoint and the next wave's intents land
+together or not at all. JSON payloads go through ``chunks.py``: a journal row keeps a
+small encoded root and the nodes it needs are inserted once (``INSERT OR IGNORE``),
+shared by every checkpoint, intent, result and run that holds the same value.
+
+Rules: parameterized SQL only; JSON only, never pickle; every ``sqlite3.Error`` leaves
+this module as PLAIT-E020 and rolls its transaction back; it never reads the clock
+(callers pass times in) and never decides a lease on its own (``lease.py`` does).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from plait.core.canonical import JSON, dumpb, dumps, loads
+from plait.core.canonical import digest as sha256_hex
+from plait.core.errors import PlaitError
+from plait.store.base import corrupted_checkpoint, unknown_run
+from plait.store.chunks import ChunkError, HashMemo, decode, encode
+from plait.store.lease import LeaseRow, may_take_over, stale_token
+from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo, Write
+from plait.store.rows import (
+    JOURNAL_COLUMNS,
+    RUN_COLUMNS,
+    Row,
+    add_row,
+    run_from_row,
+    run_row,
+    write_row,
+)
+from plait.store.sqlite_schema import migrate
+
+DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
+"""``durability`` -> ``PRAGMA synchronous``: NORMAL survives a process crash, FULL power loss."""
+
+_KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is forgotten
+
+_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
+_INSERT_ROW = (
+    f"INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
+    f" VALUES (?, ?, {', '.join('?' for _ in JOURNAL_COLUMNS)})"
+)
+_SELECT_ROWS = (
+    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = ? ORDER BY seq"
+)
+_PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
+
+
+class SqliteStore:
+    """The ``Store`` protocol over one SQLite file."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        durability: str = "normal",
+        *,
+        busy_timeout_ms: int = 5000,
+        read_only: bool = False,
+    ) -> None:
+        if durability not in DURABILITY:
+            raise PlaitError(
+                "E020", f"unknown durability {durability!r} (expected 'normal' or 'strict')"
+            )
+        self.path = os.fspath(path)
+        self.durability = durability
+        self._lock = threading.RLock()
+        self._known: set[str] = set()
+        self._memo = HashMemo()
+        memory = self.path == ":memory:"
+        try:
+            if read_only:
+                uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                if not memory:
+                    Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise PlaitError("E020", f"storage error on {self.path}: {exc}") from exc
+        self._conn = conn
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if not read_only and not memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {DURABILITY[durability]}")
+            migrate(conn, self.path)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._storage_error(exc) from exc
+            raise
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r}, durability={self.durability!r})"
+
+    # --- runs and manifests ---
+
+    def create_run(self, info: RunInfo, manifest: JSON) -> None:
+        with self._lock:
+            nodes: dict[str, bytes] = {}
+            payload = self._encoder(nodes)(manifest)
+            with self._write() as conn:
+                if self._run_exists(conn, info.run_id):
+                    raise PlaitError("E016", f"run id '{info.run_id}' already exists")
+                conn.execute(
+                    f"INSERT INTO runs ({_RUN_COLUMNS}, last_seq)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                    run_row(info),
+                )
+                conn.execute(
+                    "INSERT INTO manifests (run_id, seq, payload) VALUES (?, 0, ?)",
+                    (info.run_id, payload),
+                )
+                self._insert_nodes(conn, info.run_id, nodes)
+            self._remember(nodes)
+
+    def get_run(self, run_id: str) -> RunInfo:
+        with self._lock, self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        if row is None:
+            raise unknown_run(run_id)
+        return run_from_row(row)
+
+    def list_runs(self, status: str | None = None) -> list[RunInfo]:
+        order = " ORDER BY created_ms DESC, rowid DESC"
+        with self._lock, self._read() as conn:
+            if status is None:
+                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{order}").fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = ?{order}", (status,)
+                ).fetchall()
+        return [run_from_row(row) for row in rows]
+
+    def manifests(self, run_id: str) -> list[JSON]:
+        with self._lock, self._read() as conn:
+            self._require_run(conn, run_id)
+            rows = conn.execute(
+                "SELECT payload FROM manifests WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
+            return self._decode_all(conn, f"manifest of run '{run_id}'", [r[0] for r in rows])
+
+    # --- leases ---
+
+    def acquire_lease(
+        self,
+        run_id: str,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        owner_alive: Callable[[LeaseOwner], bool],
+    ) -> int:
+        with self._lock, self._write() as conn:
+            self._require_run(conn, run_id)
+            token = may_take_over(run_id, _lease_row(conn, run_id), owner, now_ms, owner_alive)
+            conn.execute(
+                "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+                " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
+                " token = excluded.token, expires_ms = excluded.expires_ms",
+                (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
+            )
+            return token
+
+    def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
+        with self._lock, self._write() as conn:
+            _check_token(conn, run_id, token)
+            conn.execute(
+                "UPDATE leases SET expires_ms = ? WHERE run_id = ?", (now_ms + ttl_ms, run_id)
+            )
+
+    def release_lease(self, run_id: str, token: int) -> None:
+        with self._lock, self._write() as conn:
+            conn.execute(
+                "UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
+                " WHERE run_id = ? AND token = ? AND host IS NOT NULL",
+                (run_id, token),
+            )
+
+    # --- the journal ---
+
+    def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
+        with self._lock:
+            nodes: dict[str, bytes] = {}
+            encode = self._encoder(nodes)
+            ops = [write_row(write, encode) for write in writes]  # cut before BEGIN IMMEDIATE
+            with self._write() as conn:
+                seq = self._require_run(conn, run_id)
+                if token is not None:
+                    _check_token(conn, run_id, token)
+                for op in ops:
+                    if op[0] == "status":
+                        conn.execute(
+                            "UPDATE runs SET status = ?, outcome = ?, updated_ms = ?"
+                            " WHERE run_id = ?",
+                            (*op[1:], run_id),
+                        )
+                        continue
+                    seq += 1
+                    if op[0] == "manifest":
+                        conn.execute(
+                            "INSERT INTO manifests (run_id, seq, payload) VALUES (?, ?, ?)",
+                            (run_id, seq, op[1]),
+                        )
+                        continue
+                    try:
+                        conn.execute(_INSERT_ROW, (run_id, seq, *op))
+                    except sqlite3.IntegrityError as exc:
+                        raise self._duplicate(run_id, op, exc) from exc
+                self._insert_nodes(conn, run_id, nodes)
+                conn.execute("UPDATE runs SET last_seq = ? WHERE run_id = ?", (seq, run_id))
+            self._remember(nodes)
+
+    def load_journal(self, run_id: str) -> Journal:
+        with self._lock, self._read() as conn:
+            self._require_run(conn, run_id)
+            rows = conn.execute(_SELECT_ROWS, (run_id,)).fetchall()
+            journal = Journal(run_id)
+            decoder = self._decoder(conn, {})
+            try:
+                for row in rows:
+                    add_row(journal, row[0], row[1:], decoder)
+            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+                raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
+        return journal
+
+    def read_checkpoint(self, run_id: str, seq: int) -> bytes:
+        with self._lock, self._read() as conn:
+            row = conn.execute(
+                "SELECT sha256, size, payload FROM journal"
+                " WHERE run_id = ? AND seq = ? AND item = 'checkpoint'",
+                (run_id, seq),
+            ).fetchone()
+            if row is None:
+                self._require_run(conn, run_id)
+                raise PlaitError("E010", f"run '{run_id}' has no checkpoint at seq {seq}")
+            sha, size, payload = row
+            try:
+                data = dumpb(self._decoder(conn, {})(payload))
+            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+                raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
+        if len(data) != size or sha256_hex(data) != sha:
+            raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
+        return data
+
+    def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
+        with self._lock, self._read() as conn:
+            self._require_run(conn, run_id)
+            row = conn.execute(
+                "SELECT seq, superstep, sha256, size FROM journal"
+                " WHERE run_id = ? AND item = 'checkpoint' ORDER BY seq DESC LIMIT 1",
+                (run_id,),
+            ).fetchone()
+        return None if row is None else CheckpointMeta(*row)
+
+    def stored_bytes(self, run_id: str | None = None) -> int:
+        where, params = ("", ()) if run_id is None else (" WHERE run_id = ?", (run_id,))
+        with self._lock, self._read() as conn:
+            total = 0
+            for table, column in _PAYLOAD_COLUMNS:
+                row = conn.execute(
+                    f"SELECT COALESCE(SUM(LENGTH(CAST({column} AS BLOB))), 0) FROM {table}{where}",
+                    params,
+                ).fetchone()
+                total += int(row[0])
+        return total
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # --- internals ---
+
+    def _encoder(self, nodes: dict[str, bytes]) -> Callable[[JSON], str]:
+        """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
+
+        def cut(value: JSON) -> str:
+            root, new = encode(value, known=self._known, memo=self._memo)
+            nodes.update(new)
+            return dumps(root)
+
+        return cut
+
+    def _decoder(self, conn: sqlite3.Connection, cache: dict[str, JSON]) -> Callable[[str], JSON]:
+        """payload text -> value, fetching (and checking) nodes through ``conn``."""
+
+        def fetch(digest: str) -> bytes:
+            row = conn.execute("SELECT data FROM nodes WHERE hash = ?", (digest,)).fetchone()
+            if row is None:
+                raise ChunkError(f"node {digest} is missing")
+            data = bytes(row[0])
+            if sha256_hex(data) != digest:
+                raise ChunkError(f"sha256 mismatch in node {digest}")
+            return data
+
+        return lambda payload: decode(loads(payload), fetch, cache=cache)
+
+    def _decode_all(self, conn: sqlite3.Connection, what: str, payloads: list[str]) -> list[JSON]:
+        decoder = self._decoder(conn, {})
+        try:
+            return [decoder(payload) for payload in payloads]
+        except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+            raise PlaitError("E010", f"{what} is corrupted: {exc}") from exc
+
+    def _insert_nodes(self, conn: sqlite3.Connection, run_id: str, nodes: dict[str, bytes]) -> None:
+        if nodes:
+            conn.executemany(
+                "INSERT OR IGNORE INTO nodes (hash, data, run_id) VALUES (?, ?, ?)",
+                [(digest, data, run_id) for digest, data in nodes.items()],
+            )
+
+    def _remember(self, nodes: dict[str, bytes]) -> None:
+        """Only after a commit succeeded: these nodes are stored, never cut again."""
+        if len(self._known) + len(nodes) > _KNOWN_LIMIT:
+            self._known.clear()
+        self._known.update(nodes)
+
+    def _run_exists(self, conn: sqlite3.Connection, run_id: str) -> bool:
+        return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
+
+    def _require_run(self, conn: sqlite3.Connection, run_id: str) -> int:
+        """The run's last seq; PLAIT-E017 if there is no such run."""
+        row = conn.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise unknown_run(run_id)
+        return int(row[0])
+
+    def _duplicate(self, run_id: str, op: Row, exc: sqlite3.Error) -> PlaitError:
+        item, key = op[0], op[1]
+        if item in ("intent", "result") and "UNIQUE" in str(exc):
+            article = "an" if item == "intent" else "a"
+            return PlaitError(
+                "E020",
+                f"storage error on {self.path}: run '{run_id}' already has {article} {item}"
+                f" for journal key {key}",
+            )
+        return self._storage_error(exc)
+
+    def _storage_error(self, exc: sqlite3.Error) -> PlaitError:
+        return PlaitError("E020", f"storage error on {self.path}: {exc}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed, or rolled back and re-raised."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._storage_error(exc) from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, sqlite3.Error):
+                raise self._storage_error(exc) from exc
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction, so a multi-statement read sees one snapshot."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._storage_error(exc) from exc
+
+    def _rollback(self) -> None:
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # SQLite already rolled back (e.g. after SQLITE_FULL); nothing is committed
+
+
+def _lease_row(conn: sqlite3.Connection, run_id: str) -> LeaseRow | None:
+    row = conn.execute(
+        "SELECT host, pid, started_ms, token, expires_ms FROM leases WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    holder = None if row[0] is None else LeaseOwner(row[0], row[1], row[2])
+    return LeaseRow(holder, row[3], row[4])
+
+
+def _check_token(conn: sqlite3.Connection, run_id: str, token: int) -> None:
+    current = _lease_row(conn, run_id)
+    if current is None or current.holder is None or current.token != token:
+        raise stale_token(run_id, token, current)

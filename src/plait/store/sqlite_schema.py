@@ -1,0 +1,129 @@
+"""The SQLite schema as an append-only list of migrations, applied when a store opens.
+
+A database records the number of migrations it has had in ``schema_version``; opening
+applies the missing ones in one transaction, and refuses (PLAIT-E020) a database that a
+newer plait has migrated further. Never edit or reorder a migration that has shipped:
+append a new one. This module holds DDL only; it never reads or writes run data.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from plait.core.errors import PlaitError
+
+_STATUSES = (
+    "'queued','running','parked','completed','failed','stalled','canceled','budget_exhausted'"
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: runs, manifests, the journal, content-addressed nodes, leases.
+    (
+        f"""CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            workflow TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ({_STATUSES})),
+            principal TEXT NOT NULL,
+            parent_run_id TEXT,
+            created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL,
+            outcome TEXT,
+            last_seq INTEGER NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX runs_by_created ON runs (created_ms)",
+        "CREATE INDEX runs_by_status ON runs (status, created_ms)",
+        # seq 0 is the original manifest; a supersession takes the next journal seq.
+        """CREATE TABLE manifests (
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID""",
+        # One row per journal item; payload is the canonical text of an encoded form
+        # (chunks.py): small values inline, large ones a reference into nodes.
+        """CREATE TABLE journal (
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            item TEXT NOT NULL CHECK (item IN ('intent', 'result', 'checkpoint', 'record')),
+            journal_key TEXT,
+            executor TEXT,
+            record_kind TEXT,
+            superstep INTEGER,
+            clock_ms INTEGER,
+            idempotency_key TEXT,
+            journal_bytes INTEGER,
+            sha256 TEXT,
+            size INTEGER,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID""",
+        """CREATE UNIQUE INDEX journal_intent_keys ON journal (run_id, journal_key)
+            WHERE item = 'intent'""",
+        """CREATE UNIQUE INDEX journal_result_keys ON journal (run_id, journal_key)
+            WHERE item = 'result'""",
+        # run_id is the run whose commit first stored the node (for stored_bytes).
+        """CREATE TABLE nodes (
+            hash TEXT PRIMARY KEY,
+            data BLOB NOT NULL,
+            run_id TEXT NOT NULL
+        )""",
+        """CREATE TABLE leases (
+            run_id TEXT PRIMARY KEY,
+            host TEXT,
+            pid INTEGER,
+            started_ms INTEGER,
+            token INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL
+        )""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this code writes and understands."""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The database's version; 0 for a database plait has never migrated (an empty file)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def migrate(conn: sqlite3.Connection, where: str) -> None:
+    """Bring the database up to SCHEMA_VERSION; ``conn`` must be in autocommit mode.
+
+    Reads first without a write lock, so an up-to-date database on read-only media opens.
+    """
+    version = schema_version(conn)
+    _refuse_newer(version, where)
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(conn)  # another process may have migrated meanwhile
+        _refuse_newer(version, where)
+        if version == 0:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("DELETE FROM schema_version")
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _refuse_newer(version: int, where: str) -> None:
+    if version > SCHEMA_VERSION:
+        raise PlaitError(
+            "E020",
+            f"storage error on {where}: database schema version {version} is newer than "
+            f"this plait ({SCHEMA_VERSION}); upgrade plait",
+        )

@@ -1,0 +1,15 @@
+"""Tool sources (ARCHITECTURE.md §4): Python callables, subprocess commands, MCP servers.
+
+Each source turns a tool definition into something the driver can call; this
+package never decides *when* a tool runs, only how.
+"""
+
+from plait.tools.python import (
+    ToolArgumentError,
+    bind_arguments,
+    describe,
+    input_schema,
+    resolve_python,
+)
+
+__all__ = ["ToolArgumentError", "bind_arguments", "describe", "input_schema", "resolve_python"]

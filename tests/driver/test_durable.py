@@ -1,0 +1,172 @@
+"""Durable runs on SQLite: verify, tampering, identical chains, fork, leases, resume (§5)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from plait import PlaitError, Runtime, Workflow
+from plait.store.records import LeaseOwner
+
+
+def count_to_three(n: int = 0) -> dict:
+    return {"n": n + 1, "log": [n]}
+
+
+def finish(n: int) -> dict:
+    return {"done": n}
+
+
+def loop_workflow() -> Workflow:
+    return (
+        Workflow.new("counter")
+        .node("count", tool=count_to_three)
+        .node("finish", tool=finish)
+        .edge("count", "count", when="n < 3", max_cycles=5)
+        .edge("count", "finish", when="n >= 3")
+        .reducer("log", "extend")
+    )
+
+
+def fixed_clock():
+    ticks = iter(range(1_000_000, 2_000_000, 7))
+    return lambda: next(ticks)
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    rt = Runtime(f"sqlite:///{tmp_path}/plait.db", clock=fixed_clock(), principal="alice")
+    yield rt
+    rt.close()
+
+
+def test_a_durable_run_completes_and_verifies(runtime):
+    wf = loop_workflow()
+    result = runtime.run_sync(wf, {"n": 0})
+    assert result.status == "completed"
+    assert result.context == {"n": 3, "log": [0, 1, 2], "done": 3}
+    report = runtime.verify(result.run_id, workflow=wf)
+    assert report.verified and report.up_to == "terminal"
+    assert report.checkpoints == 5  # four superstep closes and the terminal checkpoint
+
+
+def test_trace_lists_effects_in_dispatch_order(runtime):
+    wf = loop_workflow()
+    result = runtime.run_sync(wf, {"n": 0})
+    entries = runtime.trace(result.run_id)
+    assert [(e["node"], e["attempt"], e["status"]) for e in entries] == [
+        ("count", 1, "completed"),
+        ("count", 2, "completed"),
+        ("count", 3, "completed"),
+        ("finish", 1, "completed"),
+    ]
+    assert entries[0]["input"] == {"n": 0}
+    assert entries[0]["result"] == {"n": 1, "log": [0]}
+
+
+def test_tampering_with_a_journaled_result_fails_verify_naming_superstep_and_field(
+    runtime, tmp_path
+):
+    wf = loop_workflow()
+    result = runtime.run_sync(wf, {"n": 0})
+    db = sqlite3.connect(tmp_path / "plait.db")
+    rows = db.execute(
+        "SELECT seq, payload FROM journal WHERE run_id = ? AND item = 'result' ORDER BY seq",
+        (result.run_id,),
+    ).fetchall()
+    seq, payload = rows[1]
+    assert '"l":[1]' in payload  # the store's encoded form of the list [1]
+    db.execute(
+        "UPDATE journal SET payload = ? WHERE run_id = ? AND seq = ?",
+        (payload.replace('"l":[1]', '"l":[7]'), result.run_id, seq),
+    )
+    db.commit()
+    db.close()
+    report = runtime.verify(result.run_id, workflow=wf)
+    assert not report.verified
+    assert report.error.startswith("PLAIT-E009 superstep 2:")
+    assert "scheduler.context.log" in report.error
+
+
+def test_two_identical_runs_produce_identical_checkpoint_chains(tmp_path):
+    chains = []
+    for name in ("a", "b"):
+        rt = Runtime(f"sqlite:///{tmp_path}/{name}.db", clock=fixed_clock(), principal="p")
+        result = rt.run_sync(loop_workflow(), {"n": 0}, run_id="same-run")
+        journal = rt.store.load_journal(result.run_id)
+        chains.append([rt.store.read_checkpoint("same-run", m.seq) for m in journal.checkpoints])
+        rt.close()
+    assert chains[0] == chains[1]
+    assert len(chains[0]) == 5
+
+
+def dump_run(path, run_id):
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT * FROM journal WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+    rows += db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchall()
+    db.close()
+    return rows
+
+
+def test_fork_runs_on_from_a_checkpoint_and_leaves_the_base_untouched(runtime, tmp_path):
+    wf = loop_workflow()
+    base = runtime.run_sync(wf, {"n": 0})
+    before = dump_run(tmp_path / "plait.db", base.run_id)
+    fork = runtime.fork_sync(base.run_id, at=2, workflow=wf)
+    assert fork.run_id != base.run_id
+    assert fork.status == "completed"
+    assert fork.context == base.context
+    assert dump_run(tmp_path / "plait.db", base.run_id) == before
+    assert runtime.verify(fork.run_id, workflow=wf).verified
+    # The fork re-ran only what came after superstep 2.
+    assert [e["attempt"] for e in runtime.trace(fork.run_id)] == [3, 1]
+
+
+def test_resuming_a_finished_run_reports_its_outcome_again(runtime):
+    wf = loop_workflow()
+    first = runtime.run_sync(wf, {"n": 0})
+    again = runtime.resume_sync(first.run_id, workflow=wf)
+    assert again.status == "completed" and again.context == first.context
+    assert len(runtime.trace(first.run_id)) == 4
+
+
+def test_a_second_driver_is_refused_while_the_lease_is_live(runtime):
+    wf = loop_workflow()
+    result = runtime.run_sync(wf, {"n": 0})
+    other = LeaseOwner("another-host", 4242, 1)
+    token = runtime.store.acquire_lease(result.run_id, other, 1_000, 60_000, lambda o: True)
+    with pytest.raises(PlaitError) as err:
+        runtime.store.acquire_lease(
+            result.run_id, LeaseOwner("third-host", 1, 1), 2_000, 60_000, lambda o: True
+        )
+    assert err.value.code == "E021"
+    # Once expired, it is taken over with a higher fencing token.
+    taken = runtime.store.acquire_lease(
+        result.run_id, LeaseOwner("third-host", 1, 1), 61_000, 60_000, lambda o: True
+    )
+    assert taken > token
+
+
+def test_unknown_run_id_is_e017(runtime):
+    with pytest.raises(PlaitError) as err:
+        runtime.resume_sync("no-such-run")
+    assert err.value.code == "E017"
+
+
+def test_duplicate_run_id_is_e016(runtime):
+    wf = loop_workflow()
+    runtime.run_sync(wf, {"n": 0}, run_id="r1")
+    with pytest.raises(PlaitError) as err:
+        runtime.run_sync(wf, {"n": 0}, run_id="r1")
+    assert err.value.code == "E016"
+
+
+def test_checkpoints_decode_to_the_state_shown(runtime):
+    wf = loop_workflow()
+    result = runtime.run_sync(wf, {"n": 0})
+    shown = runtime.show(result.run_id)
+    assert shown.status == "completed"
+    assert shown.context == result.context
+    assert json.loads(json.dumps(shown.to_json()))["spent"]["supersteps"] == 4

@@ -1,0 +1,132 @@
+"""Python functions as tools: how a context fills their parameters (ARCHITECTURE.md §4)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from plait.core.errors import PlaitError
+from plait.tools import ToolArgumentError, bind_arguments, input_schema, resolve_python
+
+CONTEXT = {"order_id": "A1", "amount": 5, "note": "x"}
+
+
+class Order(BaseModel):
+    id: str
+
+
+def test_context_keys_fill_the_parameters_they_name_and_others_are_ignored():
+    def refund(order_id: str, amount: int) -> dict:
+        return {}
+
+    assert bind_arguments(refund, CONTEXT) == {"order_id": "A1", "amount": 5}
+
+
+def test_missing_optional_parameters_keep_their_defaults():
+    def refund(order_id: str, reason: str = "none") -> dict:
+        return {}
+
+    assert bind_arguments(refund, CONTEXT) == {"order_id": "A1"}
+
+
+def test_a_sole_dict_parameter_receives_the_whole_context():
+    def audit(payload: dict[str, Any]) -> dict:
+        return {}
+
+    assert bind_arguments(audit, CONTEXT) == {"payload": CONTEXT}
+
+
+def test_a_sole_mapping_parameter_receives_the_whole_context():
+    def audit(payload: Mapping[str, Any]) -> dict:
+        return {}
+
+    assert bind_arguments(audit, CONTEXT) == {"payload": CONTEXT}
+
+
+def test_a_sole_parameter_named_context_receives_the_whole_context():
+    def audit(context) -> dict:
+        return {}
+
+    assert bind_arguments(audit, CONTEXT) == {"context": CONTEXT}
+
+
+def test_kwargs_receives_every_key():
+    def log(order_id: str, **rest: Any) -> dict:
+        return {}
+
+    assert bind_arguments(log, CONTEXT) == CONTEXT
+
+
+def test_a_missing_required_parameter_is_a_type_error_naming_it():
+    def refund(order_id: str, customer: str) -> dict:
+        return {}
+
+    with pytest.raises(ToolArgumentError) as caught:
+        bind_arguments(refund, CONTEXT)
+
+    assert isinstance(caught.value, TypeError)
+    assert str(caught.value) == (
+        "refund() is missing required argument 'customer' (context keys: amount, note, order_id)"
+    )
+
+
+def test_values_are_validated_against_annotations():
+    def refund(amount: int) -> dict:
+        return {}
+
+    with pytest.raises(ToolArgumentError, match="amount: Input should be a valid integer"):
+        bind_arguments(refund, {"amount": "lots"})
+
+
+def test_a_parameter_typed_as_a_model_receives_the_model():
+    def ship(order: Order) -> dict:
+        return {}
+
+    assert bind_arguments(ship, {"order": {"id": "A1"}}) == {"order": Order(id="A1")}
+
+
+def test_positional_only_parameters_are_refused():
+    def ship(order_id, /, fast=False):  # type: ignore[no-untyped-def]
+        return {}
+
+    with pytest.raises(ToolArgumentError, match="positional-only"):
+        bind_arguments(ship, CONTEXT)
+
+
+def test_input_schema_comes_from_type_hints():
+    def refund(order_id: str, amount: int = 0) -> dict:
+        return {}
+
+    schema = input_schema(refund)
+
+    assert schema["required"] == ["order_id"]
+    assert schema["properties"]["amount"]["type"] == "integer"
+
+
+def test_input_schema_of_a_whole_context_tool_accepts_any_object():
+    def audit(context: dict) -> dict:
+        return {}
+
+    assert input_schema(audit) == {"type": "object"}
+
+
+def test_resolve_python_imports_relative_to_the_base_dir(tmp_path):
+    name = f"plait_tools_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text("async def fetch(url: str) -> dict:\n    return {}\n")
+
+    fn = resolve_python(f"{name}:fetch", tmp_path)
+
+    assert fn.__name__ == "fetch"
+
+
+@pytest.mark.parametrize("spec", ["no_colon", "a:b:c", "1mod:f", ":f", "mod:"])
+def test_resolve_python_refuses_malformed_specs(tmp_path, spec):
+    with pytest.raises(PlaitError) as caught:
+        resolve_python(spec, tmp_path, tool="t")
+
+    assert caught.value.code == "E004"
+    assert str(caught.value).startswith(f"PLAIT-E004 tool 't': cannot import '{spec}': expected")
