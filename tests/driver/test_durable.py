@@ -170,3 +170,40 @@ def test_checkpoints_decode_to_the_state_shown(runtime):
     assert shown.status == "completed"
     assert shown.context == result.context
     assert json.loads(json.dumps(shown.to_json()))["spent"]["supersteps"] == 4
+
+
+def test_a_long_run_renews_its_lease_and_a_stale_driver_cannot_write(tmp_path):
+    clock = {"now": 0}
+
+    def tick() -> int:
+        clock["now"] += 20_000  # 20 s between readings: a 30 s lease lapses unless renewed
+        return clock["now"]
+
+    rt = Runtime(f"sqlite:///{tmp_path}/p.db", clock=tick, principal="p")
+    claims: list[str] = []
+
+    def count(n: int = 0) -> dict:
+        # Another host tries to take the run over while it is being driven.
+        try:
+            rt.store.acquire_lease("long", LeaseOwner("other", 9, 9), clock["now"], 30_000, bool)
+            claims.append("taken")
+        except PlaitError as exc:
+            claims.append(exc.code)
+        return {"n": n + 1}
+
+    wf = (
+        Workflow.new("long")
+        .node("count", tool=count)
+        .node("finish", tool=finish)
+        .edge("count", "count", when="n < 6", max_cycles=10)
+        .edge("count", "finish", when="n >= 6")
+    )
+    result = rt.run_sync(wf, {"n": 0}, run_id="long")
+    assert result.status == "completed"
+    assert claims == ["E021"] * 6  # renewed at every commit: never lapsed, never taken
+    # A driver holding an old token is fenced out of every write.
+    token = rt.store.acquire_lease("long", LeaseOwner("h", 1, 1), 10**9, 30_000, bool)
+    with pytest.raises(PlaitError) as err:
+        rt.store.commit("long", token - 1, [])
+    assert err.value.code == "E021"
+    rt.close()

@@ -44,6 +44,7 @@ class DurableJournal:
         on_dangling: str = "redeliver",
         crash: CrashPoint | None = None,
         resume_from: int | bool | None = False,
+        lease_ttl_ms: int = 30_000,
     ) -> None:
         self._store = store
         self._run_id = run_id
@@ -57,6 +58,8 @@ class DurableJournal:
         self._new_intents = 0
         self._resume_from = resume_from
         self.redelivered: list[JournalKey] = []
+        self._ttl = lease_ttl_ms
+        self._renewed_at = clock_ms
 
     def feed(self, events: list[Event]) -> None:
         body: dict[str, Any] = {"events": encode_events(events)}
@@ -135,6 +138,10 @@ class DurableJournal:
             return
         writes, self._pending = self._pending, []
         self._store.commit(self._run_id, self._token, writes)
+        if self._clock_ms - self._renewed_at >= self._ttl // 3:
+            # A long run keeps its lease; a driver that lost it fails here or at its next commit.
+            self._store.renew_lease(self._run_id, self._token, self._clock_ms, self._ttl)
+            self._renewed_at = self._clock_ms
         if self._crash is not None and self._new_intents:
             self._crash.passed("intent", self._new_intents)
         self._new_intents = 0

@@ -183,6 +183,7 @@ class Runtime:
             on_dangling=workflow.on_dangling,
             crash=CrashPoint.from_env(),
             resume_from=resume_from,
+            lease_ttl_ms=ttl,
         )
         try:
             tools = ToolRunner(workflow.tools)
