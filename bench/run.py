@@ -8,10 +8,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import core_loop
+import durable_loop
 
 
 def main() -> None:
     core_loop.main()
+    print()
+    durable_loop.main(sys.argv[1:])
 
 
 if __name__ == "__main__":
