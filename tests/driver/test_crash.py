@@ -25,7 +25,10 @@ EFFECTS = 6  # prep x2 (one retry), work x3 (a loop), finish x1
 
 def plait(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [PLAIT, *args], capture_output=True, text=True, env={**os.environ, **(env or {})},
+        [PLAIT, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
         timeout=120,
     )
 

@@ -339,7 +339,7 @@ def test_a_seq_that_is_not_a_checkpoint_is_e010(store: Store) -> None:
 
 def test_checkpoint_with_a_tampered_node_is_e010(backend: Backend, store: Store) -> None:
     new_run(store)
-    state = {"context": {"doc": "MARKER" + "x" * 2000}}
+    state = {"context": {"doc": "MARKER" + "x" * 5000}}
     store.commit("r1", None, [checkpoint(1, state)])
     assert backend.corrupt_nodes(b"MARKER") == 1
     error = expect("E010", lambda: store.read_checkpoint("r1", 1))

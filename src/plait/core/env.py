@@ -90,6 +90,8 @@ class StepEnv:
     ask_ttl_sec: int | None = None
     validate_args: Callable[[str, JSON], str | None] = _no_args_check
     llm_reserve_tokens: int = DEFAULT_LLM_MAX_TOKENS
+    llm_reserve_usd_micros: int | None = None
+    """The price of ``llm_reserve_tokens`` at the model's output rate (None: unpriced)."""
     max_effects_per_attempt: int = DEFAULT_MAX_EFFECTS_PER_ATTEMPT
     llm_tool_result_chars: int | None = None
     llm_context_tokens: int | None = None

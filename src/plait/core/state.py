@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plait.core.abstract import AbstractFlow
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey, call_id
 
@@ -141,7 +142,7 @@ class SchedulerState:
     wall_open: int | None = None
     paused_at: int | None = None
     pending_asks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    abstract_flows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    abstract_flows: dict[str, AbstractFlow] = field(default_factory=dict)
     send_tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     spawn_counter: dict[str, int] = field(default_factory=dict)
     announced_asks: set[str] = field(default_factory=set)
@@ -203,7 +204,7 @@ class SchedulerState:
             "wall_open": self.wall_open,
             "paused_at": self.paused_at,
             "pending_asks": self.pending_asks,
-            "abstract_flows": self.abstract_flows,
+            "abstract_flows": {k: f.to_json() for k, f in self.abstract_flows.items()},
             "announced_asks": sorted(self.announced_asks),
             "cancel": list(self.cancel) if self.cancel is not None else None,
             "exhausted": self.exhausted,
@@ -256,7 +257,9 @@ class SchedulerState:
             wall_open=value["wall_open"],
             paused_at=value["paused_at"],
             pending_asks=dict(value["pending_asks"]),
-            abstract_flows=dict(value["abstract_flows"]),
+            abstract_flows={
+                k: AbstractFlow.from_json(f) for k, f in value["abstract_flows"].items()
+            },
             send_tasks=dict(value.get("send_tasks", {})),
             spawn_counter=dict(value.get("spawn_counter", {})),
             announced_asks=set(value["announced_asks"]),

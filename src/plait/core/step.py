@@ -28,15 +28,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from plait.core import llm_loop
 from plait.core.budgets import exhausted_at_dispatch, exhausted_at_open
 from plait.core.canonical import dumpb
-from plait.core.env import MISSING, Reducer, StepEnv
+from plait.core.env import MISSING, StepEnv
 from plait.core.events import (
     BudgetRaised,
     CancelSeen,
     ClockReading,
     Command,
-    Dispatch,
     EffectResolved,
     EmitEnvelope,
     Event,
@@ -45,9 +45,9 @@ from plait.core.events import (
     ResponseSettled,
     Start,
     WriteCheckpoint,
-    WriteIntent,
 )
 from plait.core.keys import JournalKey
+from plait.core.machine import StepContext, emit_effect, fail_node
 from plait.core.outcomes import (
     Completed,
     EffectOutcome,
@@ -64,7 +64,6 @@ from plait.core.reducers import ReducerError
 from plait.core.state import (
     AWAITING_CLIENT,
     DISPATCHED,
-    DONE_FAILED,
     DONE_OK,
     IDLE,
     READY,
@@ -85,19 +84,9 @@ class StepOutcome:
     commands: list[Command]
 
 
-@dataclass(slots=True)
-class _Step:
-    """The inputs of one ``step`` call and the commands it has produced so far."""
-
-    env: StepEnv
-    state: SchedulerState
-    reduce: Reducer
-    commands: list[Command]
-
-
 def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOutcome:
     """Apply ``events`` in order, then advance the run as far as pure reasoning allows."""
-    s = _Step(env, state, env.reducer(), [])
+    s = StepContext(env, state, env.reducer(), [])
     for event in events:
         _apply(s, event)
     _progress(s)
@@ -107,7 +96,7 @@ def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOu
 # --- events -----------------------------------------------------------------
 
 
-def _apply(s: _Step, event: Event) -> None:
+def _apply(s: StepContext, event: Event) -> None:
     state = s.state
     if isinstance(event, EffectResolved):
         _resolve(s, event.key, event.outcome)
@@ -142,7 +131,7 @@ def _apply(s: _Step, event: Event) -> None:
             _resolve(s, key, event.outcome)
 
 
-def _resolve(s: _Step, key: JournalKey, outcome: EffectOutcome) -> None:
+def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
     """Settle one effect; late or duplicate results (key not outstanding) are ignored."""
     state, plan = s.state, s.env.plan
     phase = state.phase
@@ -159,6 +148,8 @@ def _resolve(s: _Step, key: JournalKey, outcome: EffectOutcome) -> None:
         spent.input_tokens += usage.input_tokens
         spent.output_tokens += usage.output_tokens
         spent.usd_micros += usage.usd_micros
+    if state.abstract_flows and llm_loop.on_resolved(s, key, outcome):
+        return
     if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
         return  # a straggler must never flip a settled node
     if isinstance(outcome, Completed):
@@ -169,20 +160,13 @@ def _resolve(s: _Step, key: JournalKey, outcome: EffectOutcome) -> None:
     if retries_left and retryable(outcome.cause, key.kind) and state.cancel is None:
         state.node_state[node] = READY
         return
-    _fail_node(state, node, f"{outcome.cause}: {outcome.detail}")
-
-
-def _fail_node(state: SchedulerState, node: int, detail: str) -> None:
-    """Fail-fast: the lowest failing node index wins, whatever the arrival order."""
-    state.node_state[node] = DONE_FAILED
-    if state.failed is None or node < state.failed[0]:
-        state.failed = (node, detail)
+    fail_node(state, node, f"{outcome.cause}: {outcome.detail}")
 
 
 # --- progress -----------------------------------------------------------------
 
 
-def _progress(s: _Step) -> None:
+def _progress(s: StepContext) -> None:
     while True:
         phase = s.state.phase
         if isinstance(phase, OpenPhase):
@@ -199,8 +183,10 @@ def _draining(state: SchedulerState) -> bool:
     return state.cancel is not None or state.exhausted is not None
 
 
-def _progress_open(s: _Step, phase: OpenPhase) -> bool:
+def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
     state = s.state
+    if not _draining(state) and llm_loop.serve_needs(s, phase):
+        return True
     if not _draining(state):
         ready = [i for i, ns in enumerate(state.node_state) if ns == READY]
         if ready:
@@ -210,7 +196,8 @@ def _progress_open(s: _Step, phase: OpenPhase) -> bool:
             if dispatched:
                 return True
     only_asks = bool(phase.outstanding) and state.is_parked()
-    if not phase.outstanding or (state.cancel is not None and only_asks):
+    settled = not phase.outstanding and (_draining(state) or not llm_loop.has_needs(s))
+    if settled or (state.cancel is not None and only_asks):
         if state.cancel is not None:
             phase.outstanding.clear()
             state.pending_asks.clear()
@@ -222,7 +209,7 @@ def _progress_open(s: _Step, phase: OpenPhase) -> bool:
     return False
 
 
-def _progress_idle(s: _Step) -> bool:
+def _progress_idle(s: StepContext) -> bool:
     state, env = s.state, s.env
     if state.cancel is not None:
         return _finish(s, run_canceled(*state.cancel))
@@ -231,7 +218,7 @@ def _progress_idle(s: _Step) -> bool:
     if state.failed is not None:
         node, detail = state.failed
         return _finish(s, run_failed(env.plan.nodes[node].id, detail))
-    if READY not in state.node_state:
+    if READY not in state.node_state and not llm_loop.has_needs(s):
         if state.superstep == 0 and state.node_state[0] == WAITING:
             return False  # not started yet: not a stall
         if DISPATCHED in state.node_state or AWAITING_CLIENT in state.node_state:
@@ -248,7 +235,7 @@ def _progress_idle(s: _Step) -> bool:
     return True
 
 
-def _open_superstep(s: _Step) -> None:
+def _open_superstep(s: StepContext) -> None:
     state = s.state
     state.superstep += 1
     state.spent.supersteps += 1
@@ -266,27 +253,27 @@ def _open_superstep(s: _Step) -> None:
             _dispatch_node(s, phase, node)
 
 
-def _dispatch_node(s: _Step, phase: OpenPhase, node: int) -> bool:
+def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
     """Dispatch one Ready node's first effect; False when a budget refuses it."""
     state, env = s.state, s.env
     axis = exhausted_at_dispatch(env.budgets, state.spent, state.clock_ms, state.wall_open)
     if axis is not None:
         state.exhausted = axis
         return False
+    executor = env.executors[node]
+    if executor.kind == "abstract":
+        llm_loop.start_flow(s, phase, node)
+        return True
     state.attempt[node] += 1
     attempt = state.attempt[node]
-    executor = env.executors[node]
     key = JournalKey(state.run_id, "", env.plan.nodes[node].id, attempt, 0, "tool")
-    phase.outstanding.add(key)
     phase.record.dispatched.append([node, attempt])
-    value = state.context
-    s.commands.append(WriteIntent(key, executor.name, value, state.superstep, state.clock_ms))
     state.node_state[node] = DISPATCHED
-    s.commands.append(Dispatch(key, executor.name, value))
+    emit_effect(s, phase, key, executor.name, state.context)
     return True
 
 
-def _close_superstep(s: _Step, phase: OpenPhase) -> None:
+def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     state, env = s.state, s.env
     plan = env.plan
     state.phase = IDLE
@@ -310,7 +297,7 @@ def _close_superstep(s: _Step, phase: OpenPhase) -> None:
                 name = plan.nodes[node].id
                 context[name] = reduce(name, context.get(name, MISSING), result)
         except ReducerError as exc:
-            _fail_node(state, node, f"ExecutorError: {exc}")
+            fail_node(state, node, f"ExecutorError: {exc}")
     if state.failed is None and state.cancel is None:
         edges_record = record.edges
         for node in sorted(phase.results):
@@ -339,7 +326,7 @@ def _close_superstep(s: _Step, phase: OpenPhase) -> None:
     _checkpoint(s, record)
 
 
-def _park(s: _Step, phase: OpenPhase) -> None:
+def _park(s: StepContext, phase: OpenPhase) -> None:
     """Only asks are outstanding: pause the wall clock, checkpoint and announce once."""
     state = s.state
     if state.wall_open is not None:
@@ -356,7 +343,7 @@ def _park(s: _Step, phase: OpenPhase) -> None:
     s.commands.append(EmitEnvelope(tuple(state.pending_asks[a]["ask"] for a in fresh)))
 
 
-def _finish(s: _Step, outcome: RunOutcome) -> bool:
+def _finish(s: StepContext, outcome: RunOutcome) -> bool:
     state = s.state
     state.phase = {"Finished": outcome}
     clock = state.clock_ms
@@ -365,7 +352,7 @@ def _finish(s: _Step, outcome: RunOutcome) -> bool:
     return False
 
 
-def _checkpoint(s: _Step, record: DecisionRecord) -> None:
+def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
     state = s.state
     record_json: dict[str, Any] = record.to_json()
     data = dumpb({"scheduler": state.to_json(), "decisions": record_json})

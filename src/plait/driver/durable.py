@@ -71,8 +71,9 @@ class DurableJournal:
                 self._clock_ms = max(self._clock_ms, item["clock"])
         self._pending.append(RecordWrite(FEED, body))
 
-    def intent(self, command: WriteIntent) -> None:
+    def intent(self, command: WriteIntent) -> str:
         key = command.key
+        idem = idempotency_key(key, command.input)
         if key in self._intents:
             if key not in self._results:
                 if self._on_dangling == "fail":
@@ -84,12 +85,9 @@ class DurableJournal:
                     )
                 self.redelivered.append(key)
                 self._pending.append(
-                    RecordWrite(
-                        "redelivery",
-                        {"key": key.to_json(), "idempotency_key": self._idem(command)},
-                    )
+                    RecordWrite("redelivery", {"key": key.to_json(), "idempotency_key": idem})
                 )
-            return
+            return idem
         self._intents.add(key)
         self._new_intents += 1
         self._pending.append(
@@ -99,13 +97,10 @@ class DurableJournal:
                 input=command.input,
                 superstep=command.superstep,
                 clock_ms=command.clock_ms,
-                idempotency_key=self._idem(command),
+                idempotency_key=idem,
             )
         )
-
-    @staticmethod
-    def _idem(command: WriteIntent) -> str:
-        return idempotency_key(command.key, command.input)
+        return idem
 
     def journaled_result(self, key: JournalKey) -> EffectOutcome | None:
         record = self._results.get(key)

@@ -3,7 +3,9 @@
 This is the one place where exceptions become failure causes (ARCHITECTURE.md
 §3.3): ``TimeoutError`` or exceeding ``timeout_s`` is Timeout, any other
 exception ExecutorError (detail: exception type and message), a result that is
-not JSON is ExecutorError.
+not JSON is ExecutorError. For a subprocess tool the same holds of what the
+process did: overrunning ``timeout_s`` is Timeout; a non-zero exit (detail: the
+status and the last lines of stderr) or stdout that is not JSON is ExecutorError.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ import asyncio
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from plait.core.canonical import CanonicalJSONError, dumps, loads
 from plait.core.outcomes import Completed, EffectOutcome, Failed
+from plait.tools.command import run_command, stderr_tail
 
 
 def failure_from_exception(exc: BaseException) -> Failed:
@@ -35,7 +40,11 @@ def as_json_result(value: Any) -> EffectOutcome:
 
 
 async def call_python(
-    fn: Callable[..., Any], kwargs: dict[str, Any], timeout_s: float | None
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    timeout_s: float | None,
+    *,
+    inline: bool = False,
 ) -> EffectOutcome:
     """Run a Python tool: async functions directly, sync ones in the thread pool.
 
@@ -43,6 +52,9 @@ async def call_python(
     cannot be killed, so it runs on and its late result is discarded.
     """
     try:
+        if inline and timeout_s is None and not inspect.iscoroutinefunction(fn):
+            # Alone in its wave: nothing runs beside it, so the thread hop buys nothing.
+            return as_json_result(fn(**kwargs))
         if inspect.iscoroutinefunction(fn):
             coro = fn(**kwargs)
         else:
@@ -63,3 +75,47 @@ async def call_python(
     except Exception as exc:
         return failure_from_exception(exc)
     return as_json_result(value)
+
+
+async def call_command(
+    argv: Sequence[str],
+    input_value: Any,
+    *,
+    cwd: Path,
+    env_extra: Mapping[str, str],
+    timeout_s: float | None,
+) -> EffectOutcome:
+    """Run a subprocess tool: ``input_value`` as JSON on stdin, its stdout read as JSON."""
+    try:
+        ran = await run_command(
+            argv, dumps(input_value), cwd=cwd, env_extra=env_extra, timeout_s=timeout_s
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the process could not be started
+        return failure_from_exception(exc)
+    if ran.returncode is None:  # killed after overrunning timeout_s
+        return Failed("Timeout", f"command did not finish within {timeout_s:g} s")
+    if ran.returncode != 0:
+        status = f"command exited with status {ran.returncode}"
+        if ran.returncode < 0:
+            status += f" (killed by {_signal_name(-ran.returncode)})"
+        tail = stderr_tail(ran.stderr)
+        return Failed("ExecutorError", f"{status}: {tail}" if tail else status)
+    try:
+        text = ran.stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Failed("ExecutorError", f"command output is not UTF-8 text (byte {exc.start})")
+    if not text.strip():
+        return Failed("ExecutorError", "command printed nothing; a command tool prints JSON")
+    try:
+        return Completed(loads(text))
+    except CanonicalJSONError as exc:
+        return Failed("ExecutorError", f"command output is not JSON: {exc}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -6,12 +6,12 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from plait.core.env import StepEnv
 from plait.core.events import ClockReading, Event, Start
 from plait.core.state import SchedulerState
 from plait.driver.clock import Clock, clock_from_env
+from plait.driver.dispatcher import dispatcher_for
+from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
-from plait.driver.tools_exec import ToolRunner
 from plait.driver.wave import RunResult, drive
 
 if TYPE_CHECKING:
@@ -20,13 +20,6 @@ if TYPE_CHECKING:
 
 def new_run_id() -> str:
     return f"run-{uuid.uuid4().hex[:16]}"
-
-
-def make_env(workflow: Workflow) -> StepEnv:
-    """The core's environment for a workflow: plan, executors, budgets."""
-    return StepEnv(
-        plan=workflow.plan(), executors=workflow.executors(), budgets=workflow.to_budgets()
-    )
 
 
 async def run_in_memory(
@@ -45,7 +38,7 @@ async def run_in_memory(
     journal = journal if journal is not None else MemoryJournal()
     now = clock()
     events: list[Event] = [ClockReading(now), Start(input)]
-    return await drive(env, state, events, journal, ToolRunner(workflow.tools), clock)
+    return await drive(env, state, events, journal, dispatcher_for(workflow), clock)
 
 
 def run_sync(workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:

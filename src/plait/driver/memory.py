@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
-from plait.core.keys import JournalKey
+from plait.core.keys import JournalKey, idempotency_key
 from plait.core.outcomes import EffectOutcome
 from plait.core.state import SchedulerState
 
@@ -24,8 +24,9 @@ class MemoryJournal:
     envelopes: list[EmitEnvelope] = field(default_factory=list)
     commits: int = 0
 
-    def intent(self, command: WriteIntent) -> None:
+    def intent(self, command: WriteIntent) -> str:
         self.intents.append(command)
+        return idempotency_key(command.key, command.input)
 
     def journaled_result(self, key: JournalKey) -> EffectOutcome | None:
         return self.results.get(key)

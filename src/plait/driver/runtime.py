@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import dumpb, loads
-from plait.core.env import Budgets, StepEnv
+from plait.core.env import Budgets
 from plait.core.errors import PlaitError
 from plait.core.events import BudgetRaised, CancelSeen, ClockReading, Event, Start
 from plait.core.state import SchedulerState
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
+from plait.driver.dispatcher import dispatcher_for
 from plait.driver.durable import DurableJournal
+from plait.driver.environment import make_env
 from plait.driver.inprocess import new_run_id
 from plait.driver.inspect_run import show, trace
 from plait.driver.owner import owner_alive, this_process
-from plait.driver.tools_exec import ToolRunner
 from plait.driver.verify import VerifyReport, verify_run
 from plait.driver.wave import Observer, RunResult, drive
 from plait.store import open_store
@@ -51,14 +52,6 @@ def default_principal() -> str:
 def _lease_ttl() -> int:
     value = os.environ.get("PLAIT_LEASE_TTL_MS", "").strip()
     return int(value) if value else DEFAULT_LEASE_TTL_MS
-
-
-def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
-    return StepEnv(
-        plan=workflow.plan(),
-        executors=workflow.executors(),
-        budgets=budgets or workflow.to_budgets(),
-    )
 
 
 def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) -> Workflow:
@@ -186,7 +179,8 @@ class Runtime:
             lease_ttl_ms=ttl,
         )
         try:
-            tools = ToolRunner(workflow.tools)
+            llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
+            tools = dispatcher_for(workflow, llm_keys)
             result = await drive(env, state, events, journal, tools, self.clock, self.observer)
             journal.status(state)
             journal.commit()

@@ -34,14 +34,24 @@ from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.clock import Clock
 
-Executor = Callable[[Dispatch], Awaitable[EffectOutcome]]
+
+class Executor(Protocol):
+    """Runs one dispatched effect. ``alone``: it is the wave's only live effect, so a
+    blocking tool may run inline instead of on the thread pool (nothing waits beside it)."""
+
+    def __call__(
+        self, dispatch: Dispatch, idempotency_key: str, alone: bool
+    ) -> Awaitable[EffectOutcome]: ...
 
 
 class Journal(Protocol):
     """Where a driven run's records go; ``commit`` makes everything since the last one durable."""
 
     def feed(self, events: list[Event]) -> None: ...
-    def intent(self, command: WriteIntent) -> None: ...
+    def intent(self, command: WriteIntent) -> str:
+        """Journal (or adopt) an intent; returns its idempotency key."""
+        ...
+
     def journaled_result(self, key: JournalKey) -> EffectOutcome | None: ...
     def result(self, key: JournalKey, outcome: EffectOutcome, clock_ms: int) -> None: ...
     def checkpoint(self, command: WriteCheckpoint) -> None: ...
@@ -125,10 +135,11 @@ async def drive(
         journal.feed(events)
         outcome = step(env, state, events)
         wave: list[tuple[JournalKey, EffectOutcome | None, Dispatch]] = []
+        idempotency: dict[JournalKey, str] = {}
         finished = False
         for command in outcome.commands:
             if isinstance(command, WriteIntent):
-                journal.intent(command)
+                idempotency[command.key] = journal.intent(command)
             elif isinstance(command, Dispatch):
                 wave.append((command.key, journal.journaled_result(command.key), command))
             elif isinstance(command, WriteCheckpoint):
@@ -145,11 +156,14 @@ async def drive(
             observer(state, len(wave))
         if finished or not wave:
             return RunResult.of(state, asks)
-        live = [(i, execute(d)) for i, (_, known, d) in enumerate(wave) if known is None]
         settled: list[EffectOutcome | None] = [known for _, known, _ in wave]
-        if live:
-            done = await asyncio.gather(*(aw for _, aw in live))
-            for (i, _), result in zip(live, done, strict=True):
+        live = [i for i, (_, known, _) in enumerate(wave) if known is None]
+        if len(live) == 1:
+            d = wave[live[0]][2]
+            settled[live[0]] = await execute(d, idempotency[d.key], True)
+        elif live:
+            runs = [execute(wave[i][2], idempotency[wave[i][2].key], False) for i in live]
+            for i, result in zip(live, await asyncio.gather(*runs), strict=True):
                 settled[i] = result
         now = clock()
         events = [ClockReading(now)]

@@ -11,7 +11,9 @@ Theory of operation. A value is written in an *encoded form* (``E``), itself JSO
 - ``null``, booleans, numbers and strings stand for themselves;
 - ``{"o": {key: E, ...}}`` is an object, ``{"l": [E, ...]}`` a list;
 - ``{"t": [hash, ...]}`` is a long list: the concatenation of the lists those nodes hold;
-- ``{"r": hash}`` stands for whatever the node ``hash`` holds.
+- ``{"r": hash}`` stands for whatever the node ``hash`` holds;
+- ``{"j": value}`` is a small container written as its plain canonical JSON: the fast
+  path, so a small state is encoded by the C JSON encoder instead of walked in Python.
 
 Every container is a one-key tagged object, so a user's ``{"r": "..."}`` (an ``"o"``) can
 never be mistaken for a reference, and a user's list never for a tree. A node's bytes are
@@ -51,6 +53,9 @@ PAGE_SIZE = 16
 """Elements per list page, and hashes per tree node above the pages."""
 
 _quote: Callable[[str], str] = json.encoder.encode_basestring  # canonical: no ASCII escapes
+_plain = json.encoder.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
 
 
 class ChunkError(ValueError):
@@ -107,6 +112,35 @@ def encode(
     cutter = _Cutter(known, memo, inline_limit, page_size)
     root = cutter.value(value)
     return Encoded(loads(root), cutter.nodes)
+
+
+SMALL_LIMIT = 4096
+"""A whole value whose canonical text is at most this long is stored as one ``{"j"}`` form."""
+
+
+def encode_text(
+    value: JSON,
+    *,
+    known: Container[str] = frozenset(),
+    memo: HashMemo | None = None,
+    text: str | None = None,
+) -> tuple[str, dict[str, bytes]]:
+    """Like ``encode`` but returns the root's canonical text (what a store row holds).
+
+    The fast path: a small value (``text``, its canonical JSON, if the caller has it) is
+    kept whole, written by the C encoder instead of walked. Values reaching a store are
+    JSON data already; a dict with non-string keys has no canonical form and only the
+    walk can tell (json would turn the keys into strings).
+    """
+    if text is None and type(value) in (dict, list):
+        try:
+            text = _plain(value)
+        except (ValueError, TypeError):
+            text = None  # the walk reports what is wrong
+    if text is not None and len(text) <= SMALL_LIMIT and type(value) in (dict, list):
+        return '{"j":' + text + "}", {}
+    cutter = _Cutter(known, memo, INLINE_LIMIT, PAGE_SIZE)
+    return cutter.value(value), cutter.nodes
 
 
 def decode(
@@ -180,7 +214,21 @@ class _Cutter:
             self.nodes[digest] = _quote(s).encode("utf-8")
         return '{"r":"' + digest + '"}'
 
+    def plain(self, v: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> str | None:
+        """``{"j": v}`` when ``v`` is small enough to stay inline, else None (walk it)."""
+        if not _str_keys(v):
+            return None  # json would turn int keys into strings; the walk refuses them
+        try:
+            text = _plain(v)
+        except (ValueError, TypeError):
+            return None  # the walk below reports what is wrong
+        return '{"j":' + text + "}" if len(text) + 6 < self.limit else None
+
     def obj(self, d: dict[Any, Any]) -> str:
+        if len(d) < self.limit // 4:
+            fast = self.plain(d)
+            if fast is not None:
+                return fast
         parts = []
         for k in sorted(d):  # a non-str key fails here or just below
             if type(k) is not str:
@@ -193,6 +241,9 @@ class _Cutter:
         page = self.page
         value = self.value
         if len(xs) <= page:
+            fast = self.plain(xs) if len(xs) < self.limit // 2 else None
+            if fast is not None:
+                return fast
             text = '{"l":[' + ",".join([value(x) for x in xs]) + "]}"
             return text if len(text) < self.limit else self.cut(text)
         level = [self.page_node(xs[i : i + page]) for i in range(0, len(xs), page)]
@@ -229,6 +280,24 @@ class _Cutter:
 
 
 _ONLY_STR = {str}
+
+
+def _str_keys(v: Any) -> bool:
+    """True if every object inside ``v`` has only string keys."""
+    t = type(v)
+    if t is dict:
+        for k, x in v.items():
+            if type(k) is not str:
+                return False
+            tx = type(x)
+            if (tx is dict or tx is list or tx is tuple) and not _str_keys(x):
+                return False
+        return True
+    for x in v:
+        tx = type(x)
+        if (tx is dict or tx is list or tx is tuple) and not _str_keys(x):
+            return False
+    return True
 
 
 def _tree_text(hashes: list[str]) -> str:
@@ -283,6 +352,8 @@ class _Reader:
                 return out
             if tag == "r":
                 return self.value(self.node(body))
+            if tag == "j" and type(body) in (dict, list):
+                return loads(_plain(body))  # fresh containers: parsed nodes are cached
             raise ChunkError(f"unknown encoded form tagged {tag!r}")
         if t is list:
             raise ChunkError("a bare array is not an encoded form")

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from plait.core.canonical import JSON, dumpb, dumps, loads
+from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import ChunkError, HashMemo, decode, encode
+from plait.store.chunks import ChunkError, HashMemo, decode, encode_text
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo, Write
 from plait.store.rows import (
@@ -286,9 +286,9 @@ class SqliteStore:
         """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
 
         def cut(value: JSON) -> str:
-            root, new = encode(value, known=self._known, memo=self._memo)
+            text, new = encode_text(value, known=self._known, memo=self._memo)
             nodes.update(new)
-            return dumps(root)
+            return text
 
         return cut
 

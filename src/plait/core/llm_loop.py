@@ -1,0 +1,363 @@
+"""The LLM loop of an abstract node (ARCHITECTURE.md §6), run inside one superstep.
+
+Rules of this file:
+- A loop advances only through its ``need`` (what it wants to do next) and
+  through resolutions of its own effects; the step function serves needs in
+  flow-key order and routes resolutions here.
+- Turns, tool calls and summaries share ``effect_seq``; results of one tool
+  round enter the transcript in ``effect_seq`` order, whatever the completion
+  order, so the transcript is the same on every replay.
+- Unknown tools, invalid arguments and schema-failing answers make no effect:
+  they become transcript entries and a corrective turn.
+
+Theory of operation. Dispatch creates the flow with the instruction and the
+context as its first entry and a ``NextTurn`` need. Serving a turn first folds
+the transcript if it has outgrown ``llm_context_tokens`` (or the provider said
+so), then checks the effect bound and the token/usd reservation, then emits an
+``llm`` effect. An answer with tool calls becomes a ``Tools`` need, served as
+one ``tool`` effect per call; when the round settles the results are appended
+and the loop turns again. An answer without tool calls is the node's result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.core.abstract import NEXT_TURN, AbstractFlow
+from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.keys import JournalKey
+from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.outcomes import Completed, EffectOutcome, retryable
+from plait.core.state import DISPATCHED, DONE_OK, OpenPhase
+from plait.core.transcript import bound_tool_content, fold_range, summary_entry
+
+LLM_EXECUTOR = "llm"
+CALL_PREFIX = "call:"
+"""Executor of a model-issued tool call: ``call:<tool name>``; its input is the arguments."""
+
+
+def flow_key(node: int) -> str:
+    return str(node)
+
+
+def start_flow(s: StepContext, phase: OpenPhase, node: int) -> None:
+    """Dispatch an abstract node: a fresh loop whose first entry is the instruction."""
+    state, env = s.state, s.env
+    state.attempt[node] += 1
+    spec = env.executors[node].spec
+    first = {
+        "role": "user",
+        "content": {"instruction": spec.get("instruction", ""), "context": state.context},
+    }
+    flow = AbstractFlow(node=node, attempt=state.attempt[node], messages=[first])
+    state.abstract_flows[flow_key(node)] = flow
+    state.node_state[node] = DISPATCHED
+    phase.record.dispatched.append([node, flow.attempt])
+
+
+def serve_needs(s: StepContext, phase: OpenPhase) -> bool:
+    """Serve every flow with a need, in key order; True if anything was emitted or changed."""
+    changed = False
+    for key in sorted(s.state.abstract_flows):
+        flow = s.state.abstract_flows.get(key)
+        if flow is None or flow.need is None:
+            continue
+        changed |= _serve(s, phase, key, flow)
+    return changed
+
+
+def has_needs(s: StepContext) -> bool:
+    return any(f.need is not None for f in s.state.abstract_flows.values())
+
+
+def _key(s: StepContext, flow: AbstractFlow, kind: str) -> JournalKey:
+    node_id = s.env.plan.nodes[flow.node].id
+    return JournalKey(
+        s.state.run_id, flow.task_path, node_id, flow.attempt, flow.next_effect_seq, kind
+    )
+
+
+def _fail(s: StepContext, key: str, flow: AbstractFlow, detail: str) -> bool:
+    del s.state.abstract_flows[key]
+    fail_node(s.state, flow.node, detail)
+    return True
+
+
+def _refused_by_budget(s: StepContext) -> str | None:
+    """The token/usd reservation of one turn (§7): the axis that cannot fit, if any."""
+    env, spent = s.env, s.state.spent
+    budgets = env.budgets
+    if budgets.max_tokens is not None:
+        used = spent.input_tokens + spent.output_tokens
+        if used + env.llm_reserve_tokens > budgets.max_tokens:
+            return "tokens"
+    if budgets.max_usd_micros is not None:
+        reserve = env.llm_reserve_usd_micros or 0
+        if spent.usd_micros + reserve > budgets.max_usd_micros:
+            return "usd"
+    return None
+
+
+def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bool:
+    env, state = s.env, s.state
+    if flow.need != NEXT_TURN:
+        return _serve_tools(s, phase, flow)
+    if flow.next_effect_seq >= env.max_effects_per_attempt:
+        return _fail(
+            s,
+            key,
+            flow,
+            f"ExecutorError: the loop reached max_effects_per_attempt"
+            f" ({env.max_effects_per_attempt}) without a final answer",
+        )
+    axis = _refused_by_budget(s)
+    if axis is not None:
+        state.exhausted = axis  # the turn stays as a need; the superstep drains
+        return False
+    ceiling = env.llm_context_tokens
+    if flow.fold_forced or (ceiling is not None and flow.last_prompt_tokens >= ceiling):
+        span = fold_range(flow.messages)
+        if span is None:
+            node_id = env.plan.nodes[flow.node].id
+            return _fail(
+                s,
+                key,
+                flow,
+                f"PLAIT-E024 context exceeded: node '{node_id}' has"
+                f" {flow.last_prompt_tokens} prompt tokens (ceiling {ceiling}) and nothing to fold",
+            )
+        flow.folding = {"seq": flow.next_effect_seq, "range": [span[0], span[1]]}
+        value: dict[str, Any] = {
+            "fold": [span[0], span[1]],
+            "messages": flow.messages[span[0] : span[1]],
+        }
+    else:
+        value = {"messages": list(flow.messages), "tools": list(_offered(s, flow))}
+        schema = env.executors[flow.node].spec.get("response_schema")
+        if schema is not None:
+            value["response_schema"] = schema
+    effect = _key(s, flow, "llm")
+    flow.next_effect_seq += 1
+    flow.need = None
+    emit_effect(s, phase, effect, LLM_EXECUTOR, value)
+    return True
+
+
+def _offered(s: StepContext, flow: AbstractFlow) -> list[str]:
+    tools: list[str] = list(s.env.executors[flow.node].spec.get("tools", ()))
+    return tools
+
+
+def _serve_tools(s: StepContext, phase: OpenPhase, flow: AbstractFlow) -> bool:
+    calls: list[dict[str, Any]] = list(flow.need["Tools"]) if isinstance(flow.need, dict) else []
+    flow.need = None
+    for call in calls:
+        seq = flow.next_effect_seq
+        effect = _key(s, flow, "tool")
+        flow.next_effect_seq += 1
+        flow.pending_tools[seq] = call
+        emit_effect(s, phase, effect, CALL_PREFIX + call["name"], call["arguments"])
+    return True
+
+
+def on_resolved(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> bool:
+    """Route a resolution to its flow; False if no flow owns the key."""
+    node = s.env.plan.index.get(key.node)
+    if node is None:
+        return False
+    fkey = flow_key(node)
+    flow = s.state.abstract_flows.get(fkey)
+    if flow is None or flow.attempt != key.attempt or key.task_path != flow.task_path:
+        return False
+    if key.kind == "llm":
+        if flow.folding is not None and flow.folding["seq"] == key.effect_seq:
+            _on_summary(s, fkey, flow, outcome)
+        else:
+            _on_turn(s, fkey, flow, outcome)
+        return True
+    if key.kind == "tool" and key.effect_seq in flow.pending_tools:
+        _on_tool(s, flow, key.effect_seq, outcome)
+        return True
+    return False
+
+
+def _on_summary(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutcome) -> None:
+    folding = flow.folding
+    assert folding is not None
+    flow.folding = None
+    if not isinstance(outcome, Completed):
+        if retryable(outcome.cause, "llm"):
+            flow.need = NEXT_TURN  # the fold is tried again on the next turn
+            return
+        _fail(s, fkey, flow, f"{outcome.cause}: summarizer failed: {outcome.detail}")
+        return
+    start, end = folding["range"]
+    text = str(outcome.result.get("text") or "") if isinstance(outcome.result, dict) else ""
+    flow.folds += 1
+    s.state.folds += 1
+    flow.messages[start:end] = [summary_entry(text, end - start, flow.folds)]
+    flow.last_prompt_tokens = 0
+    flow.fold_forced = False
+    flow.need = NEXT_TURN
+
+
+def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutcome) -> None:
+    env = s.env
+    if not isinstance(outcome, Completed):
+        if outcome.cause == "ContextTooLong":
+            flow.fold_forced = True
+            flow.need = NEXT_TURN
+        elif outcome.cause in ("Timeout", "ExecutorError"):
+            flow.need = NEXT_TURN  # re-send the same transcript
+        else:
+            _fail(s, fkey, flow, f"{outcome.cause}: {outcome.detail}")
+        return
+    answer = outcome.result if isinstance(outcome.result, dict) else {}
+    usage = answer.get("usage") or {}
+    flow.last_prompt_tokens = int(usage.get("input_tokens", 0))
+    calls = list(answer.get("tool_calls") or [])
+    text = answer.get("text")
+    flow.messages.append({"role": "assistant", "text": text, "tool_calls": calls})
+    if calls:
+        _on_tool_calls(s, fkey, flow, calls)
+        return
+    if s.state.inbox:
+        # Idle messages (§6.7): the loop goes on with them instead of finishing.
+        for message in s.state.inbox:
+            flow.messages.append({"role": "user", "content": message})
+        s.state.inbox = []
+        flow.need = NEXT_TURN
+        return
+    spec = env.executors[flow.node].spec
+    node_id = env.plan.nodes[flow.node].id
+    result: Any
+    parsed = _parse_json(text)
+    if spec.get("response_schema") is not None:
+        problem = env.validate_response(node_id, parsed if parsed is not None else text)
+        if problem is not None:
+            flow.response_strikes += 1
+            if flow.response_strikes > 1:
+                _fail(s, fkey, flow, f"SchemaValidationFailed: {problem}")
+                return
+            flow.messages.append(
+                {
+                    "role": "user",
+                    "content": "Your answer does not match the required response schema: "
+                    f"{problem}. Answer again with JSON that matches it.",
+                }
+            )
+            flow.need = NEXT_TURN
+            return
+    result = parsed if isinstance(parsed, dict) else {node_id: text}
+    into = spec.get("tool_results_into")
+    if into:
+        result = {**result, into: list(flow.tool_log)}
+    _finish(s, fkey, flow, result)
+
+
+def _parse_json(text: Any) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return loads(text)
+    except CanonicalJSONError:
+        return None
+
+
+def _finish(s: StepContext, fkey: str, flow: AbstractFlow, result: Any) -> None:
+    del s.state.abstract_flows[fkey]
+    phase = s.state.phase
+    assert isinstance(phase, OpenPhase)
+    s.state.node_state[flow.node] = DONE_OK
+    phase.results[flow.node] = result
+
+
+def _on_tool_calls(
+    s: StepContext, fkey: str, flow: AbstractFlow, calls: list[dict[str, Any]]
+) -> None:
+    env = s.env
+    offered = _offered(s, flow)
+    unknown = sorted({str(c.get("name")) for c in calls if c.get("name") not in offered})
+    if unknown:
+        flow.unknown_strikes += 1
+        if flow.unknown_strikes > 1:
+            _fail(
+                s,
+                fkey,
+                flow,
+                f"ExecutorError: the model called unknown tool(s) {', '.join(unknown)}"
+                " again after being told which tools exist",
+            )
+            return
+        listing = ", ".join(offered) if offered else "(none)"
+        for call in calls:
+            name = call.get("name")
+            why = (
+                f"unknown tool '{name}'. Available tools: {listing}"
+                if name not in offered
+                else "not run: the same answer called an unknown tool"
+            )
+            flow.messages.append(_tool_entry(call, why, True))
+        flow.need = NEXT_TURN
+        return
+    problems = []
+    for call in calls:
+        problem = env.validate_args(str(call["name"]), call.get("arguments"))
+        if problem is not None:
+            problems.append((call, problem))
+    if problems:
+        bad = {id(c) for c, _ in problems}
+        reasons = {id(c): p for c, p in problems}
+        for call in calls:
+            why = (
+                f"invalid arguments for '{call['name']}': {reasons[id(call)]}"
+                if id(call) in bad
+                else "not run: another call in the same answer had invalid arguments"
+            )
+            flow.messages.append(_tool_entry(call, why, True))
+        flow.need = NEXT_TURN
+        return
+    flow.need = {"Tools": calls}
+
+
+def _tool_entry(call: dict[str, Any], content: Any, is_error: bool) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "tool_call_id": call.get("id"),
+        "content": content,
+        "is_error": is_error,
+    }
+
+
+def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome) -> None:
+    call = flow.pending_tools[seq]
+    if isinstance(outcome, Completed):
+        flow.round_results[seq] = {"content": outcome.result, "is_error": False}
+    else:
+        flow.round_results[seq] = {
+            "content": f"{outcome.cause}: {outcome.detail}",
+            "is_error": True,
+        }
+    if len(flow.round_results) < len(flow.pending_tools):
+        return
+    limit = s.env.llm_tool_result_chars
+    log_results = bool(s.env.executors[flow.node].spec.get("tool_results_into"))
+    for done_seq in sorted(flow.pending_tools):
+        call = flow.pending_tools[done_seq]
+        settled = flow.round_results[done_seq]
+        content = bound_tool_content(settled["content"], limit)
+        flow.messages.append(_tool_entry(call, content, settled["is_error"]))
+        if log_results:
+            flow.tool_log.append(
+                {
+                    "name": call["name"],
+                    "tool_call_id": call.get("id"),
+                    "input": call.get("arguments"),
+                    "result": settled["content"],
+                    "is_error": settled["is_error"],
+                    "effect_seq": done_seq,
+                }
+            )
+    flow.pending_tools = {}
+    flow.round_results = {}
+    flow.need = NEXT_TURN

@@ -1,0 +1,53 @@
+"""Pure transcript functions shared by the loop, the driver and verify (§6.4, §6.5).
+
+``bound_tool_content`` decides what a tool result looks like *in the transcript*
+(the journal always keeps it whole); ``fold_range`` chooses which entries a
+summary replaces. Both depend only on their arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.core.canonical import JSON, dumps
+
+
+def content_text(value: JSON) -> str:
+    """A tool result's canonical text (strings stay as they are)."""
+    return value if isinstance(value, str) else dumps(value)
+
+
+def bound_tool_content(value: JSON, limit: int | None) -> JSON:
+    """The head of an over-long result plus a marker saying how much was left out."""
+    if limit is None:
+        return value
+    text = content_text(value)
+    if len(text) <= limit:
+        return value
+    omitted = len(text) - limit
+    return f"{text[:limit]}… [{omitted} more characters omitted from this tool result]"
+
+
+def fold_range(messages: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """``[start, end)`` of the entries a summary may replace, or None if nothing can fold.
+
+    Keeps the first entry (the instruction and context), never separates an
+    assistant entry from the tool results that follow it, and leaves the most
+    recent exchange (from the last assistant entry on) unfolded.
+    """
+    last_assistant = None
+    for index in range(len(messages) - 1, 0, -1):
+        if messages[index].get("role") == "assistant":
+            last_assistant = index
+            break
+    if last_assistant is None or last_assistant <= 1:
+        return None
+    return (1, last_assistant)
+
+
+def summary_entry(text: str, folded: int, fold_number: int) -> dict[str, Any]:
+    """The user entry that replaces a folded range."""
+    return {
+        "role": "user",
+        "content": f"[Summary {fold_number} of {folded} earlier messages] {text}",
+    }

@@ -1,0 +1,49 @@
+"""Routes each dispatch to what executes it: the model, a tool node's tool, a model's tool call."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from plait.core.events import Dispatch
+from plait.core.llm_loop import CALL_PREFIX, LLM_EXECUTOR
+from plait.core.outcomes import EffectOutcome
+from plait.driver.llm_exec import LlmRunner
+from plait.driver.tools_exec import ToolRunner
+
+if TYPE_CHECKING:
+    from plait.workflow import Workflow
+
+
+class Dispatcher:
+    """One per drive: holds the tool runner and, for workflows with LLM nodes, the model."""
+
+    def __init__(self, workflow: Workflow, llm: LlmRunner | None, **tool_options: Any) -> None:
+        self._tools = ToolRunner(workflow.tools, base_dir=workflow.base_dir, **tool_options)
+        self._llm = llm
+
+    def __call__(
+        self, dispatch: Dispatch, idempotency_key: str, alone: bool
+    ) -> Awaitable[EffectOutcome]:
+        executor = dispatch.executor
+        if executor == LLM_EXECUTOR:
+            if self._llm is None:
+                raise RuntimeError("an llm effect was dispatched but the run has no model")
+            return self._llm(dispatch)
+        if executor.startswith(CALL_PREFIX):
+            executor = executor[len(CALL_PREFIX) :]
+        return self._tools.call(executor, dispatch, idempotency_key, alone)
+
+
+def dispatcher_for(workflow: Workflow, journaled: list[Any] | None = None) -> Dispatcher:
+    """The dispatcher for one drive; ``journaled``: llm keys already in the journal."""
+    llm_runner = None
+    if any(node.kind == "abstract" for node in workflow.nodes):
+        from plait.models.base import model_from_spec
+
+        settings = dict(workflow.llm or {})
+        model = model_from_spec(
+            str(settings.get("model")), base_dir=workflow.base_dir, settings=settings
+        )
+        llm_runner = LlmRunner(workflow, model, journaled or [])
+    return Dispatcher(workflow, llm_runner)

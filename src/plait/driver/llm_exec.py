@@ -1,0 +1,107 @@
+"""Executes ``llm`` effects: builds the model request from the journaled input, calls the model.
+
+The request is rebuilt purely from what the core journaled (transcript, offered
+tool names, response schema) plus the pinned tool definitions, so a redelivered
+turn sends exactly the same request. Which response a scripted model gives is
+decided by the effect's ordinal among the run's LLM effects in dispatch order,
+counted from the journal (so a redelivered turn gets the same response).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from plait.core.events import Dispatch
+from plait.core.keys import JournalKey, call_id
+from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
+from plait.driver.environment import tool_schemas
+
+if TYPE_CHECKING:
+    from plait.models.base import Model
+    from plait.workflow import Workflow
+
+SUMMARIZE = (
+    "Summarize the conversation above in a few sentences so that it can replace it: keep every"
+    " fact, decision, tool result and open question the rest of the task needs."
+)
+
+
+class LlmRunner:
+    """Calls the run's model for each ``llm`` dispatch; owns the per-run ordinal counters."""
+
+    def __init__(self, workflow: Workflow, model: Model, journaled: Sequence[JournalKey]) -> None:
+        self._model = model
+        llm = dict(workflow.llm or {})
+        self._max_tokens = int(llm.get("max_tokens", 1024))
+        self._temperature = llm.get("temperature")
+        self._prices = llm.get("prices")
+        self._specs = self._tool_specs(workflow)
+        self._ordinals: dict[JournalKey, tuple[int, int]] = {}
+        self._per_node: dict[str, int] = {}
+        for key in journaled:
+            self._ordinal(key)
+
+    @staticmethod
+    def _tool_specs(workflow: Workflow) -> dict[str, Any]:
+        from plait.models.base import ToolSpec
+
+        schemas = tool_schemas(workflow)
+        return {
+            name: ToolSpec(
+                name=name,
+                description=tool.description,
+                input_schema=schemas.get(name, {"type": "object"}),
+                strict=tool.strict,
+            )
+            for name, tool in sorted(workflow.tools.items())
+        }
+
+    def _ordinal(self, key: JournalKey) -> tuple[int, int]:
+        known = self._ordinals.get(key)
+        if known is None:
+            in_node = self._per_node.get(key.node, 0)
+            known = (len(self._ordinals), in_node)
+            self._per_node[key.node] = in_node + 1
+            self._ordinals[key] = known
+        return known
+
+    def __call__(self, dispatch: Dispatch) -> Awaitable[EffectOutcome]:
+        # Ordinals are taken now, in dispatch order, not when the coroutine first runs.
+        ordinal = self._ordinal(dispatch.key)
+        return self._complete(dispatch, ordinal)
+
+    async def _complete(self, dispatch: Dispatch, ordinal: tuple[int, int]) -> EffectOutcome:
+        from plait.models.base import ModelError, ModelRequest
+
+        value: Mapping[str, Any] = dispatch.input
+        folding = "fold" in value
+        request = ModelRequest(
+            messages=tuple(value.get("messages", ())),
+            tools=()
+            if folding
+            else tuple(self._specs[n] for n in value.get("tools", ()) if n in self._specs),
+            response_schema=None if folding else value.get("response_schema"),
+            max_tokens=self._max_tokens,
+            temperature=self._temperature,
+            instructions=SUMMARIZE if folding else value.get("instructions"),
+            call_id=call_id(dispatch.key),
+            node=dispatch.key.node,
+            ordinal_in_run=ordinal[0],
+            ordinal_in_node=ordinal[1],
+        )
+        try:
+            response = await self._model.complete(request)
+        except ModelError as exc:
+            return Failed(exc.cause, exc.detail)
+        except Exception as exc:  # an adapter bug must not take the run down
+            return Failed("Unknown", f"{type(exc).__name__}: {exc}")
+        usd = self._usd(response.input_tokens, response.output_tokens)
+        usage = Usage(response.input_tokens, response.output_tokens, usd)
+        return Completed(response.to_json(), usage)
+
+    def _usd(self, input_tokens: int, output_tokens: int) -> int:
+        from plait.models.prices import turn_cost_usd_micros
+
+        cost = turn_cost_usd_micros(self._model.spec, input_tokens, output_tokens, self._prices)
+        return cost or 0

@@ -1,0 +1,40 @@
+"""Model adapters: one small protocol (``Model``) and its implementations.
+
+``scripted`` answers from a file (tests, demos, benchmarks); ``openai`` and
+``anthropic`` wrap the official SDKs, which are optional extras imported only
+when a spec names them; ``prices`` turns token counts into micro-dollars.
+"""
+
+from plait.models.base import (
+    CAUSES,
+    Model,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolSpec,
+    model_from_spec,
+)
+from plait.models.prices import (
+    BUILTIN_PRICES,
+    Price,
+    price_of,
+    reserve_usd_micros,
+    turn_cost_usd_micros,
+)
+from plait.models.scripted import ScriptedModel
+
+__all__ = [
+    "BUILTIN_PRICES",
+    "CAUSES",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "Price",
+    "ScriptedModel",
+    "ToolSpec",
+    "model_from_spec",
+    "price_of",
+    "reserve_usd_micros",
+    "turn_cost_usd_micros",
+]

@@ -1,0 +1,204 @@
+"""The model protocol: one request in, one response or one ``ModelError`` out.
+
+The driver hands an adapter the loop's journal-shaped transcript (ARCHITECTURE.md
+§6) and journals what comes back through ``ModelResponse.to_json``. Adapters
+own everything provider-specific — message shapes, provider retries with
+backoff, mapping provider errors to failure causes — and never touch the journal,
+the clock of the run or the core. ``model_from_spec`` is the one place that
+turns a spec string (``openai:gpt-4o-mini``, ``scripted:responses.json``) into
+an adapter; provider SDKs are imported only when their spec is asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from plait.core.errors import PlaitError
+
+CAUSES = ("Timeout", "ExecutorError", "ContextTooLong", "Unknown")
+"""The failure causes an adapter may report (ARCHITECTURE.md §3.3)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool offered to the model: its name, what it is for, its JSON-schema input."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    strict: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """One LLM turn as the loop asks for it.
+
+    ``messages`` are journal-shaped transcript entries; ``instructions`` is the
+    system text (postures and the like). ``call_id``, ``node`` and the two
+    ordinals identify the turn deterministically, so a scripted model answers a
+    redelivered turn exactly as it answered the first delivery.
+    """
+
+    messages: tuple[Mapping[str, Any], ...]
+    tools: tuple[ToolSpec, ...] = ()
+    response_schema: Mapping[str, Any] | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+    instructions: str | None = None
+    call_id: str
+    node: str
+    ordinal_in_run: int
+    ordinal_in_node: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelResponse:
+    """What a model answered: text and/or tool calls, with the provider's token counts.
+
+    Each tool call is ``{"id", "name", "arguments"}`` with ``arguments`` a JSON
+    object. ``input_tokens`` is the provider's own prompt-token count (what
+    folding measures).
+    """
+
+    text: str | None
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+    model: str = ""
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    def to_json(self) -> dict[str, Any]:
+        """The journaled result (canonical-JSON-able)."""
+        return {
+            "text": self.text,
+            "tool_calls": [
+                {"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+                for c in self.tool_calls
+            ],
+            "usage": self.usage,
+            "stop_reason": self.stop_reason,
+            "model": self.model,
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> ModelResponse:
+        """The inverse of ``to_json``, for replay from the journal."""
+        usage = data.get("usage") or {}
+        return ModelResponse(
+            text=data.get("text"),
+            tool_calls=tuple(
+                {"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+                for c in data.get("tool_calls") or ()
+            ),
+            input_tokens=int(usage.get("input_tokens", 0)),
+            output_tokens=int(usage.get("output_tokens", 0)),
+            stop_reason=data.get("stop_reason"),
+            model=data.get("model", ""),
+        )
+
+
+class ModelError(Exception):
+    """A turn that failed; ``cause`` is one of ``CAUSES`` and decides whether it is retried."""
+
+    def __init__(self, cause: str, detail: str) -> None:
+        if cause not in CAUSES:
+            raise ValueError(f"unknown model failure cause {cause!r}")
+        self.cause = cause
+        self.detail = detail
+        super().__init__(f"{cause}: {detail}")
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An adapter: ``spec`` names it as the workflow did, ``complete`` runs one turn."""
+
+    spec: str
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@dataclass(frozen=True)
+class AdapterSettings:
+    """Options every provider adapter takes (from ``model_from_spec``'s ``settings``)."""
+
+    max_retries: int = 2
+    timeout_s: float | None = None
+
+    @staticmethod
+    def read(settings: Mapping[str, Any] | None) -> AdapterSettings:
+        """Known keys are taken, other keys are ignored (the whole ``llm:`` mapping may come)."""
+        settings = settings or {}
+        retries = settings.get("max_retries", 2)
+        timeout = settings.get("timeout_s")
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise PlaitError("E019", f"llm: max_retries must be an integer >= 0, got {retries!r}")
+        if timeout is not None and (
+            not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0
+        ):
+            raise PlaitError("E019", f"llm: timeout_s must be a number > 0, got {timeout!r}")
+        return AdapterSettings(retries, None if timeout is None else float(timeout))
+
+
+# scheme://host[:port][/path] then ':' and the model; the model may itself hold ':'
+# (Ollama tags such as llama3.1:8b), so the URL ends at the first ':' after its authority.
+_COMPATIBLE = re.compile(
+    r"^(?P<url>[A-Za-z][A-Za-z0-9+.-]*://(?:\[[^\]]*\]|[^/:\s]+)(?::\d+)?(?:/[^:\s]*)?)"
+    r":(?P<model>\S.*)$"
+)
+_EXTRAS = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}
+
+
+def model_from_spec(
+    spec: str, *, base_dir: Path, settings: Mapping[str, Any] | None = None
+) -> Model:
+    """The adapter a spec names; unknown or malformed specs and missing SDKs are PLAIT-E006."""
+    provider, _, rest = spec.partition(":")
+    if provider == "scripted":
+        from plait.models.scripted import ScriptedModel
+
+        if not rest:
+            raise PlaitError("E006", f"model '{spec}': scripted:<file> needs a file")
+        return ScriptedModel.load(spec, base_dir / rest)
+    if provider not in _EXTRAS:
+        known = "openai:, anthropic:, openai-compatible:<base_url>:, scripted:"
+        raise PlaitError("E006", f"model '{spec}': unknown provider '{provider}' (known: {known})")
+    options = AdapterSettings.read(settings)
+    try:
+        if provider == "anthropic":
+            from plait.models.anthropic import AnthropicModel
+
+            return AnthropicModel(_named(spec, rest), spec=spec, settings=options)
+        from plait.models.openai import OpenAIModel
+    except ImportError as exc:
+        extra = _EXTRAS[provider]
+        raise PlaitError(
+            "E006",
+            f"model '{spec}' needs the {extra} SDK, which is not installed: "
+            f"pip install 'plait[{extra}]' ({exc})",
+        ) from exc
+    if provider == "openai":
+        return OpenAIModel(_named(spec, rest), spec=spec, settings=options)
+    match = _COMPATIBLE.match(rest)
+    if match is None:
+        raise PlaitError(
+            "E006",
+            f"model '{spec}': expected openai-compatible:<base_url>:<model> "
+            "(e.g. openai-compatible:http://localhost:11434/v1:llama3.1:8b)",
+        )
+    return OpenAIModel(
+        match["model"], spec=spec, settings=options, base_url=match["url"], compatible=True
+    )
+
+
+def _named(spec: str, model: str) -> str:
+    if not model.strip():
+        raise PlaitError("E006", f"model '{spec}': the model name is missing")
+    return model

@@ -1,0 +1,221 @@
+"""The OpenAI adapter (chat completions), also for OpenAI-compatible servers (Ollama, vLLM).
+
+It turns the loop's journal-shaped transcript into chat messages and the answer
+back into a ``ModelResponse``; every provider error becomes a ``ModelError``
+here and nowhere else. Retries with backoff are the SDK's (``max_retries``) and
+stay invisible to the journal. Chat completions have no ``is_error`` on tool
+results, so a failed tool result is sent as ``Error: <content>``. Tool-call
+arguments that are not a JSON object are kept as ``{"_raw": <text>}``: the
+loop's argument check then sends the model a corrective re-prompt, and the raw
+text goes back to the provider verbatim if the transcript is sent again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from plait.core.canonical import CanonicalJSONError, dumps, loads
+from plait.models.base import AdapterSettings, ModelError, ModelRequest, ModelResponse, ToolSpec
+
+ERROR_PREFIX = "Error: "
+RAW = "_raw"
+"""The key holding tool-call arguments that were not a JSON object."""
+
+# What OpenAI and the compatible servers say when the prompt does not fit
+# (OpenAI's code; vLLM's and llama.cpp's messages).
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_CONTEXT_PHRASES = ("maximum context length", "context length", "context size", "context window")
+
+
+class OpenAIModel:
+    """Chat completions through ``AsyncOpenAI``; the client is made on first use."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        spec: str | None = None,
+        settings: AdapterSettings | None = None,
+        base_url: str | None = None,
+        compatible: bool = False,
+        client: AsyncOpenAI | None = None,
+    ) -> None:
+        self.model = model
+        self.spec = spec or (
+            f"openai-compatible:{base_url}:{model}" if compatible else f"openai:{model}"
+        )
+        self.base_url = base_url
+        self.compatible = compatible
+        self.settings = settings or AdapterSettings()
+        self._client = client
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            params = chat_request(request, self.model, compatible=self.compatible)
+            completion = await self._sdk().chat.completions.create(**params)
+            return parse_completion(completion, self.model)
+        except Exception as exc:
+            raise model_error(exc) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def _sdk(self) -> AsyncOpenAI:
+        if self._client is None:
+            options: dict[str, Any] = {"max_retries": self.settings.max_retries}
+            if self.settings.timeout_s is not None:
+                options["timeout"] = self.settings.timeout_s
+            if self.compatible:
+                # local servers ignore the key, but the SDK refuses to run without one
+                options["api_key"] = os.environ.get("OPENAI_API_KEY") or "unused"
+            self._client = AsyncOpenAI(base_url=self.base_url, **options)
+        return self._client
+
+
+def chat_request(request: ModelRequest, model: str, *, compatible: bool = False) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` for one turn."""
+    params: dict[str, Any] = {"model": model, "messages": chat_messages(request)}
+    # OpenAI's newer models accept only max_completion_tokens; local servers know max_tokens
+    params["max_tokens" if compatible else "max_completion_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    if request.tools:
+        params["tools"] = [_tool(spec) for spec in request.tools]
+    if request.response_schema is not None:
+        params["response_format"] = {
+            "type": "json_schema",
+            # not strict: strict mode accepts only a subset of JSON Schema; the loop
+            # checks the answer against the whole schema anyway
+            "json_schema": {"name": "response", "schema": dict(request.response_schema)},
+        }
+    return params
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The journal-shaped transcript as chat messages, system text first."""
+    messages: list[dict[str, Any]] = []
+    if request.instructions:
+        messages.append({"role": "system", "content": request.instructions})
+    for entry in request.messages:
+        role = entry["role"]
+        if role == "user":
+            messages.append({"role": "user", "content": as_text(entry["content"])})
+        elif role == "assistant":
+            calls = entry.get("tool_calls") or ()
+            message: dict[str, Any] = {"role": "assistant", "content": entry.get("text")}
+            if calls:
+                message["tool_calls"] = [
+                    {
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["name"], "arguments": _arguments_text(call)},
+                    }
+                    for call in calls
+                ]
+            elif message["content"] is None:
+                message["content"] = ""
+            messages.append(message)
+        elif role == "tool":
+            content = as_text(entry["content"])
+            if entry.get("is_error"):
+                content = ERROR_PREFIX + content
+            messages.append(
+                {"role": "tool", "tool_call_id": entry["tool_call_id"], "content": content}
+            )
+        else:
+            raise ValueError(f"transcript entry with unknown role {role!r}")
+    return messages
+
+
+def parse_completion(completion: Any, model: str) -> ModelResponse:
+    """A ``ChatCompletion`` as a ``ModelResponse`` (the first choice)."""
+    if not completion.choices:
+        raise ModelError("ExecutorError", "the provider answered without a choice")
+    choice = completion.choices[0]
+    message = choice.message
+    text = message.content
+    if text is None and getattr(message, "refusal", None):
+        text = message.refusal
+    calls = []
+    for call in message.tool_calls or ():
+        function = getattr(call, "function", None)
+        if function is not None:
+            calls.append(
+                {
+                    "id": call.id,
+                    "name": function.name,
+                    "arguments": parse_arguments(function.arguments),
+                }
+            )
+        else:  # a custom (free-text) tool call: plait never offers one, keep it visible anyway
+            custom = call.custom
+            calls.append({"id": call.id, "name": custom.name, "arguments": {RAW: custom.input}})
+    usage = completion.usage
+    return ModelResponse(
+        text=text,
+        tool_calls=tuple(calls),
+        input_tokens=(usage.prompt_tokens or 0) if usage else 0,
+        output_tokens=(usage.completion_tokens or 0) if usage else 0,
+        stop_reason=choice.finish_reason,
+        model=completion.model or model,
+    )
+
+
+def parse_arguments(text: str | None) -> dict[str, Any]:
+    """Tool-call arguments as an object: ``{}`` if empty, ``{"_raw": text}`` if not an object."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = loads(text)
+    except CanonicalJSONError:
+        return {RAW: text}
+    return value if isinstance(value, dict) else {RAW: text}
+
+
+def model_error(exc: Exception) -> ModelError:
+    """The one place OpenAI SDK errors become failure causes."""
+    if isinstance(exc, ModelError):
+        return exc
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelError("Timeout", detail)
+    if isinstance(exc, openai.BadRequestError) and _context_too_long(exc):
+        return ModelError("ContextTooLong", detail)
+    if isinstance(exc, openai.APIError):
+        return ModelError("ExecutorError", detail)
+    return ModelError("Unknown", detail)
+
+
+def as_text(content: Any) -> str:
+    """Transcript content as provider text: strings as they are, anything else canonical JSON."""
+    return content if isinstance(content, str) else dumps(content)
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name, "parameters": dict(spec.input_schema)}
+    if spec.description:
+        function["description"] = spec.description
+    if spec.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def _arguments_text(call: Mapping[str, Any]) -> str:
+    arguments = call.get("arguments") or {}
+    raw = arguments.get(RAW)
+    if len(arguments) == 1 and isinstance(raw, str):
+        return raw
+    return dumps(arguments)
+
+
+def _context_too_long(exc: openai.BadRequestError) -> bool:
+    if exc.code in _CONTEXT_CODES or getattr(exc, "type", None) in _CONTEXT_CODES:
+        return True
+    message = str(getattr(exc, "message", exc)).lower()
+    return any(phrase in message for phrase in _CONTEXT_PHRASES)

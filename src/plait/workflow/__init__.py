@@ -1,0 +1,33 @@
+"""The definition model: what a workflow is, built in Python or loaded from YAML/JSON.
+
+Both roads lead to the same frozen ``Workflow`` and through the same checks
+(``Workflow.problems``), so a builder-made workflow and a file fail the same
+way; a file's problems also name their lines.
+
+- ``definition``: ``Workflow`` and its parts (``ToolDef``, ``NodeDef``, ``EdgeDef``), the builder.
+- ``checks``: the table-driven shape checks every definition goes through.
+- ``manifest``: what a run pins, and the plan and executors read back from it.
+- ``loader``: a workflow file into a checked ``Workflow``, every problem with its line.
+- ``documents``, ``yaml_reader``, ``json_reader``, ``located``: reading files into
+  values that remember their lines.
+"""
+
+from plait.workflow.checks import node_kind
+from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow, WorkflowError
+from plait.workflow.documents import MAX_FILE_BYTES
+from plait.workflow.loader import load_workflow
+from plait.workflow.manifest import half_up, manifest_executors, manifest_plan
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "EdgeDef",
+    "NodeDef",
+    "ToolDef",
+    "Workflow",
+    "WorkflowError",
+    "half_up",
+    "load_workflow",
+    "manifest_executors",
+    "manifest_plan",
+    "node_kind",
+]

@@ -1,0 +1,381 @@
+"""The shape checks: what every part of a definition must be, as tables of rules.
+
+Each key of each part (top level, node, tool, ask, llm, budgets, ...) has a rule
+in a table below; ``judge`` walks a definition once, applies the tables and the
+few checks that span parts (unknown tools, one source per tool, one kind per
+node), then builds the core plan from whatever is usable, so every problem is
+found in one pass. A problem is an ``Issue`` naming its place in the document;
+the loader turns places into lines. Builder-made and file-read definitions go
+through the same checks, so both fail the same way.
+
+This module never raises for a bad definition and never reads a workflow file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+
+from plait.core.errors import PlaitError, Problem
+from plait.core.plan import NODE_KINDS, EdgeSpec, NodeSpec, Plan, build_plan
+from plait.core.reducers import REDUCERS
+from plait.tools.python import PYTHON_SPEC
+from plait.workflow.located import Place, show
+
+if TYPE_CHECKING:
+    from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow
+
+DURABILITIES = ("normal", "strict")
+ON_DANGLING = ("redeliver", "fail")
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+KIND_KEYS = (("tool", "tool"), ("ask", "ask"), ("sleep_s", "timer"), ("workflow", "subgraph"))
+"""Which key makes a node which kind; a node setting none of them is abstract (an LLM loop)."""
+_ABSTRACT_ONLY = ("instruction", "tools", "response_schema", "flow", "tool_results_into")
+
+
+def node_kind(
+    tool: object = None, ask: object = None, sleep_s: object = None, workflow: object = None
+) -> str:
+    """The kind a node's settings make it (the first set wins; setting several is a problem)."""
+    given = {"tool": tool, "ask": ask, "sleep_s": sleep_s, "workflow": workflow}
+    return next((kind for key, kind in KIND_KEYS if given[key] is not None), "abstract")
+
+
+Rule = Callable[[Any], str | None]
+"""What a value must be: returns the complaint (``must be ..., got ...``) or None."""
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem, at its place in the document (the loader fills in the line)."""
+
+    code: str
+    message: str
+    place: Place = ()
+    line: int | None = None
+    node: str | None = None
+    edge: int | None = None
+
+    def problem(self) -> Problem:
+        return Problem(self.code, self.message, self.line, self.node, self.edge)
+
+
+def _pinpoint(wf: Workflow, issues: list[Issue]) -> list[Issue]:
+    """Name the node (by id) or edge (by index) each issue's place is about."""
+    pinned = []
+    for issue in issues:
+        part, index = (*issue.place, "", "")[:2]
+        node_id = wf.nodes[index].id if part == "nodes" and isinstance(index, int) else None
+        pinned.append(
+            dataclasses.replace(
+                issue,
+                node=node_id if isinstance(node_id, str) else None,
+                edge=index if part == "edges" and isinstance(index, int) else None,
+            )
+        )
+    return pinned
+
+
+def hint(word: str, choices: Sequence[str]) -> str:
+    """A suggestion for a misspelt key or name: the close match, else the choices."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    if close:
+        return f" (did you mean '{close[0]}'?)"
+    return f" (expected one of: {', '.join(choices)})" if choices else ""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _want(ok: Any, wanted: str, value: Any) -> str | None:
+    return None if ok else f"must be {wanted}, got {show(value)}"
+
+
+def _rule(ok: Callable[[Any], Any], wanted: str) -> Rule:
+    return lambda v: _want(ok(v), wanted, v)
+
+
+def _integer(minimum: int) -> Rule:
+    return _rule(lambda v: _is_int(v) and v >= minimum, f"an integer >= {minimum}")
+
+
+def _number(above_zero: bool) -> Rule:
+    def rule(v: Any) -> str | None:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        ok = ok and (v > 0 if above_zero else v >= 0)
+        return _want(ok, "a number > 0" if above_zero else "a number >= 0", v)
+
+    return rule
+
+
+def _one_of(*choices: str) -> Rule:
+    return _rule(lambda v: v in choices, " or ".join(f"'{c}'" for c in choices))
+
+
+def _strings(nonempty: bool) -> Rule:
+    def rule(v: Any) -> str | None:
+        ok = isinstance(v, list | tuple) and all(isinstance(x, str) and x for x in v)
+        wanted = "a non-empty list of strings" if nonempty else "a list of strings"
+        return _want(ok and (bool(v) or not nonempty), wanted, v)
+
+    return rule
+
+
+def _schema(v: Any) -> str | None:
+    if not isinstance(v, Mapping):
+        return _want(False, "a JSON Schema (a mapping)", v)
+    try:
+        jsonschema.validators.validator_for(v).check_schema(dict(v))
+    except jsonschema.SchemaError as exc:
+        return f"is not a valid JSON Schema: {exc.message}"
+    return None
+
+
+def _model(v: Any) -> str | None:
+    provider, sep, rest = v.partition(":") if isinstance(v, str) else ("", "", "")
+    return _want(provider and sep and rest, "'provider:model' (e.g. 'openai:gpt-4o-mini')", v)
+
+
+_TEXT = _rule(lambda v: isinstance(v, str), "a string")
+_NAME = _rule(lambda v: isinstance(v, str) and v.strip(), "a non-empty string")
+_FLAG = _rule(lambda v: isinstance(v, bool), "true or false")
+_MAPPING = _rule(lambda v: isinstance(v, Mapping), "a mapping")
+_PYTHON = _rule(lambda v: isinstance(v, str) and PYTHON_SPEC.match(v), "'module:function'")
+_FLOW = _rule(lambda v: not isinstance(v, str | int | float | list), "a mapping or a file path")
+
+
+# What each key of each part of a definition must be (file keys = field names).
+TOP_RULES: dict[str, Rule] = {
+    "name": _NAME, "description": _TEXT, "durability": _one_of(*DURABILITIES),
+    "on_dangling": _one_of(*ON_DANGLING),
+}  # fmt: skip
+NODE_RULES: dict[str, Rule] = {
+    "tool": _NAME, "retries": _integer(0), "instruction": _TEXT, "tools": _strings(False),
+    "response_schema": _schema, "flow": _FLOW, "tool_results_into": _NAME, "ask": _MAPPING,
+    "sleep_s": _number(False), "workflow": _NAME, "writes": _strings(False),
+}  # fmt: skip
+TOOL_RULES: dict[str, Rule] = {
+    "python": _PYTHON, "command": _strings(True), "mcp": _MAPPING, "description": _TEXT,
+    "input_schema": _schema, "strict": _FLAG, "approval": _FLAG, "deferred": _FLAG,
+    "writes": _strings(False), "timeout_s": _number(True),
+}  # fmt: skip
+ASK_RULES: dict[str, Rule] = {"prompt": _NAME, "approval": _FLAG, "output_schema": _schema}
+MCP_RULES: dict[str, Rule] = {"command": _strings(True), "tool": _NAME}
+LLM_RULES: dict[str, Rule] = {
+    "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
+    "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
+}  # fmt: skip
+PRICE_RULES: dict[str, Rule] = {"input_per_mtok": _number(False), "output_per_mtok": _number(False)}
+BUDGET_RULES: dict[str, Rule] = {
+    "max_supersteps": _integer(1), "max_tokens": _integer(0), "max_usd": _number(False),
+    "max_wall_s": _number(True), "max_storage_bytes": _integer(0),
+}  # fmt: skip
+ASKS_RULES: dict[str, Rule] = {"ttl_s": _integer(1)}
+
+TOP_KEYS = ("name", "description", "durability", "nodes", "edges", "reducers", "tools",
+            "llm", "budgets", "asks", "on_dangling")  # fmt: skip
+NODE_KEYS = ("id", *NODE_RULES)
+EDGE_KEYS = ("from", "to", "when", "max_cycles")
+TOOL_KEYS = tuple(TOOL_RULES)
+
+
+class _Judge:
+    """Collects issues about one definition."""
+
+    def __init__(self) -> None:
+        self.issues: list[Issue] = []
+
+    def add(self, code: str, message: str, place: Place) -> None:
+        self.issues.append(Issue(code, message, place))
+
+    def fields(
+        self,
+        values: Any,
+        rules: Mapping[str, Rule],
+        where: str,
+        place: Place,
+        required: Sequence[str] = (),
+    ) -> None:
+        """A mapping's unknown keys, missing required keys, and values that break their rule."""
+        prefix = f"{where}: " if where else ""
+        if not isinstance(values, Mapping):
+            self.add("E019", f"{prefix}must be a mapping, got {show(values)}", place)
+            return
+        for key, value in values.items():
+            rule = rules.get(key)
+            if rule is None:
+                self.add(
+                    "E019", f"{prefix}unknown key '{key}'{hint(key, list(rules))}", (*place, key)
+                )
+            elif (complaint := rule(value)) is not None:
+                self.add("E019", f"{prefix}{key} {complaint}", (*place, key))
+        for key in required:
+            if key not in values:
+                self.add("E019", f"{prefix}missing required key '{key}'", place)
+
+
+def _set_fields(obj: Any, rules: Mapping[str, Rule]) -> dict[str, Any]:
+    return {key: getattr(obj, key) for key in rules if getattr(obj, key) is not None}
+
+
+def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], Plan | None]:
+    """(definition issues, plan issues, the plan when both are empty).
+
+    ``require_model=False`` leaves out PLAIT-E006 (an abstract node without a model).
+    """
+    j = _Judge()
+    top = {"description": wf.description, "durability": wf.durability}
+    top |= {"on_dangling": wf.on_dangling, **({} if wf.name is None else {"name": wf.name})}
+    j.fields(top, TOP_RULES, "", ())
+    for key, name in wf.reducers.items():
+        if name not in REDUCERS:
+            why = f"unknown reducer {show(name)}{hint(str(name), REDUCERS)}"
+            j.add("E019", f"reducer for key '{key}': {why}", ("reducers", key))
+    if wf.llm is not None:
+        _judge_llm(j, wf.llm, wf.base_dir)
+    j.fields(wf.budgets, BUDGET_RULES, "budgets", ("budgets",))
+    j.fields(wf.asks, ASKS_RULES, "asks", ("asks",))
+    for name, tool in wf.tools.items():
+        _judge_tool(j, name, tool)
+    if not wf.nodes:
+        j.add("E019", "nodes: the workflow has no nodes (the first node is the entry)", ("nodes",))
+    model = (wf.llm or {}).get("model")
+    for i, node in enumerate(wf.nodes):
+        _judge_node(j, wf, i, node)
+        if node.kind == "abstract" and require_model and not model:
+            message = "abstract (LLM) node without a model: set llm.model or pass --model"
+            j.add("E006", f"node '{node.id}': {message}", ("nodes", i))
+    edges = [_judge_edge(j, i, edge) for i, edge in enumerate(wf.edges)]
+    plan_issues, plan = _plan(wf, edges)
+    return _pinpoint(wf, j.issues), _pinpoint(wf, plan_issues), plan
+
+
+def _judge_llm(j: _Judge, llm: Mapping[str, Any], base_dir: Path) -> None:
+    j.fields(llm, LLM_RULES, "llm", ("llm",))
+    model = llm.get("model")
+    if isinstance(model, str) and model.startswith("scripted:"):
+        script = model.partition(":")[2]
+        if script and not (base_dir / script).is_file():
+            j.add("E004", f"llm: scripted model file '{script}' not found", ("llm", "model"))
+    prices = llm.get("prices")
+    for spec, price in prices.items() if isinstance(prices, Mapping) else ():
+        where = f"llm: price of '{spec}'"
+        j.fields(price, PRICE_RULES, where, ("llm", "prices", spec), required=tuple(PRICE_RULES))
+
+
+def _judge_tool(j: _Judge, name: str, tool: ToolDef) -> None:
+    where, place = f"tool '{name}'", ("tools", name)
+    if not TOOL_NAME.match(name):
+        j.add("E019", f"{where}: a tool name is 1-64 letters, digits, '_' or '-'", place)
+    values = _set_fields(tool, TOOL_RULES)
+    if tool.callable is not None:
+        values.pop("python", None)  # a function given directly: its spec is only a label
+    j.fields(values, TOOL_RULES, where, place)
+    sources = [key for key in ("python", "command", "mcp") if key in values]
+    if len(sources) != 1 and not (not sources and tool.callable is not None):
+        got = " and ".join(sources) or "none"
+        j.add("E019", f"{where}: give exactly one of python, command or mcp (got {got})", place)
+    if isinstance(tool.mcp, Mapping):
+        j.fields(tool.mcp, MCP_RULES, f"{where}: mcp", (*place, "mcp"), required=tuple(MCP_RULES))
+    if tool.approval is True and tool.deferred is True:
+        message = f"{where}: a tool is either approval or deferred, not both"
+        j.add("E019", message, (*place, "deferred"))
+
+
+def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
+    place: Place = ("nodes", i)
+    where = f"node '{node.id}'" if isinstance(node.id, str) else f"node #{i + 1}"
+    if not isinstance(node.id, str):
+        why = f"id must be a string, got {show(node.id)} (quote ids like yes, no, on, off)"
+        j.add("E019", f"{where}: {why}", (*place, "id"))
+    values = _set_fields(node, NODE_RULES)
+    j.fields(values, NODE_RULES, where, place)
+    kind_keys = [key for key, _ in KIND_KEYS if key in values]
+    if len(kind_keys) > 1:
+        why = f"sets {' and '.join(kind_keys)}; a node sets one of tool, ask, sleep_s, workflow"
+        j.add("E019", f"{where}: {why}", (*place, kind_keys[1]))
+    elif node.kind != node_kind(node.tool, node.ask, node.sleep_s, node.workflow):
+        j.add("E019", f"{where}: kind {show(node.kind)} does not match its settings", place)
+    for key in _ABSTRACT_ONLY if node.kind != "abstract" else ():
+        if key in values:
+            why = f"{key} is only for abstract (LLM) nodes; this is a {node.kind} node"
+            j.add("E019", f"{where}: {why}", (*place, key))
+    if isinstance(node.ask, Mapping):
+        ask_place = (*place, "ask")
+        j.fields(node.ask, ASK_RULES, f"{where}: ask", ask_place, required=("prompt",))
+    named = [node.tool] if isinstance(node.tool, str) else []
+    if isinstance(node.tools, list | tuple):
+        named += [name for name in node.tools if isinstance(name, str)]
+    for name in named:
+        if name not in wf.tools:
+            key = "tool" if name == node.tool else "tools"
+            j.add("E004", f"{where}: unknown tool '{name}'{_tool_hint(name, wf)}", (*place, key))
+    if isinstance(node.workflow, str) and not (wf.base_dir / node.workflow).is_file():
+        j.add("E004", f"{where}: workflow file '{node.workflow}' not found", (*place, "workflow"))
+
+
+def _tool_hint(name: str, wf: Workflow) -> str:
+    return hint(name, list(wf.tools)) if wf.tools else " (no tools are defined)"
+
+
+def _judge_edge(j: _Judge, i: int, edge: EdgeDef) -> EdgeSpec | None:
+    """Check an edge's values; return what the plan should see (None: leave it out)."""
+    place: Place = ("edges", i)
+    usable = isinstance(edge.src, str) and isinstance(edge.dst, str)
+    where = f"edge '{edge.src} -> {edge.dst}'" if usable else f"edge #{i + 1}"
+    j.fields({"from": edge.src, "to": edge.dst}, {"from": _NAME, "to": _NAME}, where, place)
+    when = edge.when
+    if when is not None and not isinstance(when, str):
+        why = f"when must be a string (a condition), got {show(when)}"
+        j.add("E005", f"{where}: {why}", (*place, "when"))
+        when = None
+    max_cycles = edge.max_cycles
+    complaint = _integer(1)(max_cycles) if max_cycles is not None else None
+    if complaint is not None:
+        j.add("E019", f"{where}: max_cycles {complaint}", (*place, "max_cycles"))
+        max_cycles = 1  # judged already; a bound keeps the cycle check quiet about it
+    return EdgeSpec(edge.src, edge.dst, when, max_cycles) if usable else None
+
+
+def _plan(wf: Workflow, edges: list[EdgeSpec | None]) -> tuple[list[Issue], Plan | None]:
+    """Build the core plan from the usable parts; its problems become issues with places."""
+    issues: list[Issue] = []
+    specs: list[NodeSpec] = []
+    first: dict[str, int] = {}
+    for i, node in enumerate(wf.nodes):
+        if not isinstance(node.id, str):
+            continue
+        if node.id in first:
+            why = f"duplicate node id (first defined as node #{first[node.id] + 1})"
+            issues.append(Issue("E019", f"node '{node.id}': {why}", ("nodes", i)))
+            continue
+        first[node.id] = i
+        kind = node.kind if node.kind in NODE_KINDS else "abstract"
+        retries = node.retries if _is_int(node.retries) and node.retries >= 0 else 0
+        specs.append(NodeSpec(node.id, kind, retries))
+    kept = [(i, e) for i, e in enumerate(edges) if e is not None]
+    reducers = {k: v for k, v in wf.reducers.items() if v in REDUCERS}
+    if not specs:
+        return issues, None
+    try:
+        plan = build_plan(specs, [e for _, e in kept], reducers)
+    except PlaitError as exc:
+        for p in exc.problems:
+            place: Place = ()
+            if p.edge is not None:
+                place = ("edges", kept[p.edge][0], *(("when",) if p.code == "E005" else ()))
+            elif p.node is not None and p.node in first:
+                place = ("nodes", first[p.node])
+            issues.append(Issue(p.code, p.message, place))
+        return issues, None
+    return issues, (plan if not issues else None)
