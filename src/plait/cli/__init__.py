@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from plait.cli.answer import approve, asks, deny, raise_budget, respond, send
 from plait.cli.check import check
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
@@ -30,6 +31,12 @@ def _plait() -> None:
 app.command("run")(run)
 app.command("resume")(resume)
 app.command("cancel")(cancel)
+app.command("respond")(respond)
+app.command("approve")(approve)
+app.command("deny")(deny)
+app.command("asks")(asks)
+app.command("send")(send)
+app.command("raise-budget")(raise_budget)
 app.command("fork")(fork)
 app.command("runs")(runs)
 app.command("show")(show)

@@ -101,15 +101,9 @@ def _refused_by_budget(s: StepContext) -> str | None:
 def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bool:
     env, state = s.env, s.state
     if flow.need != NEXT_TURN:
-        return _serve_tools(s, phase, flow)
+        return _serve_tools(s, phase, key, flow)
     if flow.next_effect_seq >= env.max_effects_per_attempt:
-        return _fail(
-            s,
-            key,
-            flow,
-            f"ExecutorError: the loop reached max_effects_per_attempt"
-            f" ({env.max_effects_per_attempt}) without a final answer",
-        )
+        return _fail_bound(s, key, flow)
     axis = _refused_by_budget(s)
     if axis is not None:
         state.exhausted = axis  # the turn stays as a need; the superstep drains
@@ -148,8 +142,18 @@ def _offered(s: StepContext, flow: AbstractFlow) -> list[str]:
     return tools
 
 
-def _serve_tools(s: StepContext, phase: OpenPhase, flow: AbstractFlow) -> bool:
+def _fail_bound(s: StepContext, key: str, flow: AbstractFlow) -> bool:
+    bound = s.env.max_effects_per_attempt
+    detail = f"the loop reached max_effects_per_attempt ({bound}) without a final answer"
+    return _fail(s, key, flow, f"ExecutorError: {detail}")
+
+
+def _serve_tools(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bool:
     calls: list[dict[str, Any]] = list(flow.need["Tools"]) if isinstance(flow.need, dict) else []
+    if flow.next_effect_seq + len(calls) > s.env.max_effects_per_attempt:
+        # A hard bound: a round that would overshoot it never runs (its results could
+        # never reach the model, the next turn would fail on the bound anyway).
+        return _fail_bound(s, key, flow)
     flow.need = None
     for call in calls:
         seq = flow.next_effect_seq

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from plait.core import llm_loop
+from plait.core import asks, llm_loop
 from plait.core.budgets import exhausted_at_dispatch, exhausted_at_open
 from plait.core.canonical import dumpb
 from plait.core.env import MISSING, StepEnv
@@ -157,7 +157,13 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         phase.results[node] = outcome.result
         return
     retries_left = state.attempt[node] - state.attempt_base[node] <= plan.nodes[node].retries
-    if retries_left and retryable(outcome.cause, key.kind) and state.cancel is None:
+    settled_by_world = s.env.executors[node].kind in ("ask", "timer")  # an expiry never retries
+    if (
+        retries_left
+        and not settled_by_world
+        and retryable(outcome.cause, key.kind)
+        and state.cancel is None
+    ):
         state.node_state[node] = READY
         return
     fail_node(state, node, f"{outcome.cause}: {outcome.detail}")
@@ -264,6 +270,12 @@ def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
     if executor.kind == "abstract":
         llm_loop.start_flow(s, phase, node)
         return True
+    if executor.kind == "ask":
+        asks.dispatch_ask_node(s, phase, node)
+        return True
+    if executor.kind == "timer":
+        asks.dispatch_timer_node(s, phase, node)
+        return True
     state.attempt[node] += 1
     attempt = state.attempt[node]
     key = JournalKey(state.run_id, "", env.plan.nodes[node].id, attempt, 0, "tool")
@@ -335,12 +347,15 @@ def _park(s: StepContext, phase: OpenPhase) -> None:
         state.paused_at = state.clock_ms
     fresh = sorted(a for a in state.pending_asks if a not in state.announced_asks)
     if not fresh:
-        return
+        return  # polled again while parked: nothing new to checkpoint or announce
     state.announced_asks.update(fresh)
     record = DecisionRecord.from_json(phase.record.to_json())
     record.clock_close_ms = state.clock_ms
     _checkpoint(s, record)
-    s.commands.append(EmitEnvelope(tuple(state.pending_asks[a]["ask"] for a in fresh)))
+    announced = [state.pending_asks[a] for a in fresh]
+    envelope = tuple(entry["ask"] for entry in announced if asks.announceable(entry))
+    if envelope:
+        s.commands.append(EmitEnvelope(envelope))
 
 
 def _finish(s: StepContext, outcome: RunOutcome) -> bool:

@@ -22,6 +22,10 @@ class Dispatcher:
         self._tools = ToolRunner(workflow.tools, base_dir=workflow.base_dir, **tool_options)
         self._llm = llm
 
+    async def aclose(self) -> None:
+        """Release what the drive started (MCP servers); call it when the drive ends."""
+        await self._tools.aclose()
+
     def __call__(
         self, dispatch: Dispatch, idempotency_key: str, alone: bool
     ) -> Awaitable[EffectOutcome]:

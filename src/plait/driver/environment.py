@@ -70,6 +70,7 @@ def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
         budgets=budgets or workflow.to_budgets(),
         validate_args=_validator(tool_schemas(workflow)),
         validate_response=_validator(response_schemas),
+        ask_ttl_sec=(workflow.asks or {}).get("ttl_s"),
         llm_reserve_tokens=max_tokens,
         llm_reserve_usd_micros=reserve_usd,
         max_effects_per_attempt=int(

@@ -13,6 +13,7 @@ from plait.driver.dispatcher import dispatcher_for
 from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
 from plait.driver.wave import RunResult, drive
+from plait.tools.mcp import fetch_catalogue, with_catalogue
 
 if TYPE_CHECKING:
     from plait.workflow import Workflow
@@ -31,6 +32,7 @@ async def run_in_memory(
     journal: MemoryJournal | None = None,
 ) -> RunResult:
     """Run ``workflow`` to completion (or a park) without persisting anything."""
+    workflow = with_catalogue(workflow, await fetch_catalogue(workflow))
     env = make_env(workflow)
     run_id = run_id or new_run_id()
     clock = clock or clock_from_env()
@@ -38,7 +40,11 @@ async def run_in_memory(
     journal = journal if journal is not None else MemoryJournal()
     now = clock()
     events: list[Event] = [ClockReading(now), Start(input)]
-    return await drive(env, state, events, journal, dispatcher_for(workflow), clock)
+    dispatcher = dispatcher_for(workflow)
+    try:
+        return await drive(env, state, events, journal, dispatcher, clock)
+    finally:
+        await dispatcher.aclose()  # stops the run's MCP servers
 
 
 def run_sync(workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:

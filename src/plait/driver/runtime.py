@@ -15,21 +15,25 @@ from typing import TYPE_CHECKING, Any
 from plait.core.canonical import dumpb, loads
 from plait.core.env import Budgets
 from plait.core.errors import PlaitError
-from plait.core.events import BudgetRaised, CancelSeen, ClockReading, Event, Start
+from plait.core.events import BudgetRaised, CancelSeen, ClockReading, Event, InputReceived, Start
 from plait.core.state import SchedulerState
+from plait.driver.answers import pending_asks, respond
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
-from plait.driver.dispatcher import dispatcher_for
+from plait.driver.dispatcher import Dispatcher, dispatcher_for
 from plait.driver.durable import DurableJournal
 from plait.driver.environment import make_env
+from plait.driver.feeds import FEED
 from plait.driver.inprocess import new_run_id
 from plait.driver.inspect_run import show, trace
 from plait.driver.owner import owner_alive, this_process
+from plait.driver.settle import settlements
 from plait.driver.verify import VerifyReport, verify_run
 from plait.driver.wave import Observer, RunResult, drive
 from plait.store import open_store
 from plait.store.base import Store
 from plait.store.records import CheckpointWrite, RecordWrite, RunInfo, StatusWrite
+from plait.tools.mcp import fetch_catalogue, with_catalogue
 
 if TYPE_CHECKING:
     from plait.workflow import Workflow
@@ -66,6 +70,8 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
                 f"run '{manifest['run_id']}' was started from Python; pass its workflow to resume",
             )
         workflow = load_workflow(Path(source))
+    # What the run's MCP servers offered was pinned at start; the servers are not asked again.
+    workflow = with_catalogue(workflow, manifest.get("mcp_catalogue"))
     if workflow.to_manifest() != manifest["workflow"]:
         raise PlaitError(
             "E010",
@@ -111,6 +117,8 @@ class Runtime:
     ) -> RunResult:
         """Start a new run and drive it until it finishes or parks."""
         workflow.plan()  # validate before anything is written
+        catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
+        workflow = with_catalogue(workflow, catalogue)
         run_id = run_id or new_run_id()
         now = self.clock()
         manifest = {
@@ -121,6 +129,8 @@ class Runtime:
             "input": input,
             "principal": self.principal,
         }
+        if catalogue:
+            manifest["mcp_catalogue"] = catalogue
         info = RunInfo(run_id, workflow.name, "running", self.principal, None, now, now)
         self.store.create_run(info, manifest)
         return await self._drive(run_id, workflow, [ClockReading(now), Start(input)])
@@ -178,13 +188,26 @@ class Runtime:
             resume_from=resume_from,
             lease_ttl_ms=ttl,
         )
+        tools: Dispatcher | None = None
         try:
             llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
             tools = dispatcher_for(workflow, llm_keys)
-            result = await drive(env, state, events, journal, tools, self.clock, self.observer)
+            results = dict(existing.results) if existing else {}
+            events = [*events, *settlements(state, results, journal, now)]
+            while True:
+                result = await drive(env, state, events, journal, tools, self.clock, self.observer)
+                if result.status != "parked":
+                    break
+                now = self.clock()
+                due = settlements(state, results, journal, now)
+                if not due:
+                    break  # waiting for a human, or for a timer that is not due yet
+                events = [ClockReading(now), *due]
             journal.status(state)
             journal.commit()
         finally:
+            if tools is not None:
+                await tools.aclose()  # stops the drive's MCP servers
             self.store.release_lease(run_id, token)
         result.redelivered = len(journal.redelivered)
         return result
@@ -215,6 +238,10 @@ class Runtime:
         manifest = self._manifest(run_id)
         base_workflow = workflow or pinned_workflow(manifest)
         base_workflow.plan()
+        catalogue = manifest.get("mcp_catalogue")
+        if workflow is not None:  # a new definition pins what its MCP servers offer now
+            catalogue = await fetch_catalogue(workflow)
+            base_workflow = with_catalogue(workflow, catalogue)
         journal = self.store.load_journal(run_id)
         metas = [m for m in journal.checkpoints if at is None or m.superstep == at]
         if not metas:
@@ -244,6 +271,9 @@ class Runtime:
             "source": str(base_workflow.source.resolve()) if base_workflow.source else None,
             "fork_of": {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep},
         }
+        fork_manifest.pop("mcp_catalogue", None)
+        if catalogue:
+            fork_manifest["mcp_catalogue"] = catalogue
         if budgets:
             fork_manifest["budgets_override"] = budgets
         info = RunInfo(fork_id, base_workflow.name, "running", self.principal, None, now, now)
@@ -272,7 +302,9 @@ class Runtime:
         if workflow is None and manifest.get("source") is None:
             raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
         workflow = pinned_workflow(manifest, workflow)
-        return verify_run(self.store, run_id, make_env(workflow, self._budgets(run_id, workflow)))
+        # Verify starts from the ceilings pinned at start; raises apply where they were fed.
+        budgets = self._budgets(run_id, workflow, raised=False)
+        return verify_run(self.store, run_id, make_env(workflow, budgets))
 
     def show(self, run_id: str) -> RunResult:
         return show(self.store, run_id)
@@ -284,13 +316,15 @@ class Runtime:
         manifests = self.store.manifests(run_id)
         return dict(manifests[0])
 
-    def _budgets(self, run_id: str, workflow: Workflow) -> Budgets:
+    def _budgets(self, run_id: str, workflow: Workflow, *, raised: bool = True) -> Budgets:
+        """The run's ceilings: pinned at start, plus every journaled raise when ``raised``."""
         manifest = self._manifest(run_id)
         budgets = workflow.to_budgets().to_json()
         budgets.update(manifest.get("budgets_override") or {})
-        for record in self.store.load_journal(run_id).records:
-            if record.kind == "budget_raise":
-                budgets.update(record.body)
+        if raised:
+            for record in self.store.load_journal(run_id).records:
+                if record.kind == "budget_raise":
+                    budgets.update(record.body)
         return Budgets.from_json(budgets)
 
     def _state_at(self, run_id: str, seq: int) -> SchedulerState:
@@ -305,18 +339,77 @@ class Runtime:
             ) from exc
 
     def _unfed_events(self, run_id: str) -> list[Event]:
-        """Cancels and budget raises journaled since the run was last driven."""
+        """Cancels, steering messages and budget raises journaled but not yet fed to the core.
+
+        Counted, not dated: a cancel journaled while another process drove the run is
+        still unfed when that drive's later feeds were written.
+        """
         journal = self.store.load_journal(run_id)
-        fed_upto = max((r.seq for r in journal.records if r.kind == "feed"), default=0)
+        fed = {"cancel": 0, "input": 0, "budget_raised": 0}
+        for record in journal.records:
+            if record.kind == FEED:
+                for item in record.body["events"]:
+                    for name in fed:
+                        if name in item:
+                            fed[name] += 1
+        kinds = {"cancel": "cancel", "inbox": "input", "budget_raise": "budget_raised"}
+        seen = {"cancel": 0, "input": 0, "budget_raised": 0}
         events: list[Event] = []
         for record in journal.records:
-            if record.seq <= fed_upto:
+            if record.kind not in kinds:
                 continue
-            if record.kind == "cancel":
+            name = kinds[record.kind]
+            seen[name] += 1
+            if seen[name] <= fed[name]:
+                continue
+            if name == "cancel":
                 events.append(CancelSeen(record.body["by"], record.body["reason"]))
-            elif record.kind == "budget_raise":
+            elif name == "input":
+                events.append(InputReceived(record.body["message"]))
+            else:
                 events.append(BudgetRaised(record.body))
         return events
+
+    # --- answers and steering -------------------------------------------------------
+
+    def respond(
+        self,
+        run_id: str,
+        ask_id: str,
+        result: Any = None,
+        *,
+        deny: str | None = None,
+        approve: bool | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> dict[str, Any]:
+        """Answer a pending ask (journaled only; ``resume`` drives the run on)."""
+        return respond(
+            self.store,
+            run_id,
+            ask_id,
+            by=by or self.principal,
+            now_ms=self.clock(),
+            result=result,
+            deny=deny,
+            approve=approve,
+            reason=reason,
+        )
+
+    def asks(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """What waits for a human: pending asks of one run, or of every parked run."""
+        if run_id is not None:
+            self.store.get_run(run_id)
+            return pending_asks(self.store, run_id)
+        found: list[dict[str, Any]] = []
+        for info in self.store.list_runs("parked"):
+            found.extend(pending_asks(self.store, info.run_id))
+        return found
+
+    def send(self, run_id: str, message: Any) -> None:
+        """Journal a steering message; the next superstep moves it into context["$inbox"]."""
+        self.store.get_run(run_id)
+        self.store.commit(run_id, None, [RecordWrite("inbox", {"message": message})])
 
     # --- sync wrappers --------------------------------------------------------------
 

@@ -1,21 +1,26 @@
-"""Runs a tool effect: finds the tool and calls it, in-process or as a subprocess.
+"""Runs a tool effect: finds the tool and calls it, in-process, as a subprocess or over MCP.
 
 A Python tool gets the input bound to its parameters; a command tool gets the
 input as JSON on stdin, runs in the workflow file's folder, and learns its name
-and the effect's idempotency key from its environment (ARCHITECTURE.md §4).
+and the effect's idempotency key from its environment (ARCHITECTURE.md §4). An
+MCP tool is called on its server (one per command for the drive, started on
+first use; ``aclose`` stops them when the drive ends).
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from plait.core.events import Dispatch
+from plait.core.llm_loop import CALL_PREFIX
 from plait.core.outcomes import EffectOutcome, Failed
 from plait.driver.call import CallInfo, set_current_call
-from plait.driver.effects import call_command, call_python
+from plait.driver.effects import call_command, call_python, failure_from_exception
+from plait.tools.mcp import McpPool, tool_node_arguments
 from plait.tools.python import bind_arguments
 
 
@@ -26,6 +31,13 @@ class ToolRunner:
         self._tools = tools
         # Where command tools run: the workflow file's folder (Workflow.base_dir).
         self._base_dir = base_dir if base_dir is not None else Path.cwd()
+        self._mcp: McpPool | None = None
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers this runner started (the drive is over)."""
+        if self._mcp is not None:
+            pool, self._mcp = self._mcp, None
+            await pool.aclose()
 
     async def call(
         self, name: str, dispatch: Dispatch, idempotency_key: str, alone: bool = False
@@ -43,6 +55,8 @@ class ToolRunner:
                 },
                 timeout_s=tool.timeout_s,
             )
+        if tool is not None and tool.source_kind == "mcp":
+            return await self._call_mcp(tool, dispatch)
         if tool is None or tool.callable is None:
             return Failed("ExecutorError", f"tool '{name}' is not available")
         try:
@@ -58,3 +72,19 @@ class ToolRunner:
             )
         )
         return await call_python(tool.callable, kwargs, tool.timeout_s, inline=alone)
+
+    async def _call_mcp(self, tool: Any, dispatch: Dispatch) -> EffectOutcome:
+        """A model's call passes its arguments; a tool node the context keys the schema names."""
+        value = dispatch.input
+        if not isinstance(value, Mapping):
+            return Failed("ExecutorError", f"MCP tool '{tool.name}' takes an object of arguments")
+        if not dispatch.executor.startswith(CALL_PREFIX):
+            value = tool_node_arguments(tool.input_schema, value)
+        if self._mcp is None:
+            self._mcp = McpPool(self._base_dir)
+        try:
+            return await self._mcp.call(tool.mcp, copy.deepcopy(value), tool.timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return failure_from_exception(exc)

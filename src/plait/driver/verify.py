@@ -8,11 +8,11 @@ the stored one, byte for byte (ARCHITECTURE.md §5.5).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from plait.core.canonical import loads
-from plait.core.env import StepEnv
+from plait.core.env import Budgets, StepEnv
 from plait.core.events import WriteCheckpoint
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import EffectOutcome, outcome_from_json
@@ -106,6 +106,10 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
                 state = SchedulerState.from_json(loads(stored_bytes(seq))["scheduler"])
         if state is None:
             state = SchedulerState.new(run_id, len(plan.nodes), len(plan.edges))
+        for item in body["events"]:
+            if "budget_raised" in item:  # the raise applies from here on, as it did live
+                merged = {**env.budgets.to_json(), **item["budget_raised"]}
+                env = replace(env, budgets=Budgets.from_json(merged))
         events = decode_events(body["events"], result_of, answer_of)
         if not isinstance(events, list):
             break  # a result the journal does not hold: verifiable up to here

@@ -1,0 +1,104 @@
+"""Asks and durable timers: effects the world settles, not an executor (ARCHITECTURE.md §8).
+
+An ask node (or an approval-required / deferred tool call) journals an intent
+and registers a pending ask keyed by its ask id (the call id of its key); a
+timer node does the same with a wake time. Neither is dispatched: a run whose
+outstanding effects are all asks or timers is parked. Answers arrive as
+``ResponseSettled`` events, addressed by ask id, never by position.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.core.canonical import JSON
+from plait.core.events import WriteIntent
+from plait.core.keys import JournalKey, call_id
+from plait.core.machine import StepContext
+from plait.core.state import AWAITING_CLIENT, OpenPhase
+
+ASK_EXECUTOR = "ask"
+TIMER_EXECUTOR = "timer"
+
+
+def journal_only(
+    s: StepContext, phase: OpenPhase, key: JournalKey, executor: str, value: JSON
+) -> None:
+    """Make ``key`` outstanding and journal its intent, without dispatching anything."""
+    phase.outstanding.add(key)
+    state = s.state
+    s.commands.append(WriteIntent(key, executor, value, state.superstep, state.clock_ms))
+
+
+def register_ask(
+    s: StepContext,
+    phase: OpenPhase,
+    key: JournalKey,
+    node: int,
+    *,
+    tool_name: str | None,
+    prompt: str,
+    value: JSON,
+    approval: bool,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """Journal an ask and remember it as pending; returns its ask id."""
+    state, env = s.state, s.env
+    ask_id = call_id(key)
+    expires_at = None
+    if env.ask_ttl_sec is not None:
+        expires_at = state.clock_ms // 1000 + env.ask_ttl_sec
+    ask: dict[str, Any] = {
+        "ask_id": ask_id,
+        "node": env.plan.nodes[node].id,
+        "tool_name": tool_name,
+        "prompt": prompt,
+        "input": value,
+        "expires_at": expires_at,
+        "approval": approval,
+    }
+    entry: dict[str, Any] = {"key": key.to_json(), "node": node, "ask": ask}
+    if extra:
+        entry.update(extra)
+    state.pending_asks[ask_id] = entry
+    journal_only(s, phase, key, ASK_EXECUTOR, value)
+    return ask_id
+
+
+def dispatch_ask_node(s: StepContext, phase: OpenPhase, node: int) -> None:
+    state = s.state
+    state.attempt[node] += 1
+    attempt = state.attempt[node]
+    spec = s.env.executors[node].spec
+    key = JournalKey(state.run_id, "", s.env.plan.nodes[node].id, attempt, 0, "tool")
+    phase.record.dispatched.append([node, attempt])
+    state.node_state[node] = AWAITING_CLIENT
+    register_ask(
+        s,
+        phase,
+        key,
+        node,
+        tool_name=None,
+        prompt=str(spec.get("prompt") or ""),
+        value=state.context,
+        approval=bool(spec.get("approval")),
+    )
+
+
+def dispatch_timer_node(s: StepContext, phase: OpenPhase, node: int) -> None:
+    """A durable timer: an outstanding effect with a wake time, settled by the driver's clock."""
+    state = s.state
+    state.attempt[node] += 1
+    attempt = state.attempt[node]
+    key = JournalKey(state.run_id, "", s.env.plan.nodes[node].id, attempt, 0, "tool")
+    wake_ms = state.clock_ms + int(s.env.executors[node].spec.get("sleep_ms", 0))
+    phase.record.dispatched.append([node, attempt])
+    state.node_state[node] = AWAITING_CLIENT
+    timer_id = call_id(key)
+    state.pending_asks[timer_id] = {"key": key.to_json(), "node": node, "wake_ms": wake_ms}
+    journal_only(s, phase, key, TIMER_EXECUTOR, {"wake_ms": wake_ms})
+
+
+def announceable(entry: dict[str, Any]) -> bool:
+    """Asks are announced in envelopes; timers are not (nobody answers them)."""
+    return "ask" in entry

@@ -1,0 +1,121 @@
+"""Governed tool flows (ARCHITECTURE.md §9): which tool calls an LLM node may make, when.
+
+Pure and deterministic like ``plait.core``: the standard library, ``plait.core`` and this
+package only. ``flow`` and ``guards`` hold the model and builder, ``document`` the
+dict/YAML form, ``schema`` its JSON Schema, ``validate`` the load-time checks,
+``mermaid`` the picture, ``runtime``/``monitor`` the runtime, ``explain`` its wording.
+"""
+
+from plait.governance.document import flow_from_dict, flow_to_dict, guard_from_dict, guard_to_dict
+from plait.governance.explain import explain, refusal_message
+from plait.governance.flow import (
+    After,
+    Before,
+    Constraint,
+    Flow,
+    FlowBuilder,
+    NeverUntil,
+    Once,
+    Require,
+    Reset,
+    Step,
+    edge,
+)
+from plait.governance.guards import (
+    Guard,
+    all_of,
+    always,
+    any_of,
+    called_ok,
+    captured,
+    describe,
+    done,
+    eq,
+    holds,
+    is_set,
+    is_true,
+    not_,
+)
+from plait.governance.mermaid import to_mermaid
+from plait.governance.monitor import (
+    Admission,
+    active_steps,
+    admit,
+    admit_answer,
+    admitted_tools,
+    latch,
+    missing_required,
+    offered_tools,
+    postures,
+    record_answer,
+    record_success,
+    start,
+)
+from plait.governance.runtime import FlowRuntime
+from plait.governance.schema import FLOW_SCHEMA
+from plait.governance.validate import (
+    Findings,
+    check,
+    compile,
+    compile_with_tools,
+    state_keys_read,
+    tool_universe,
+    unwritten_keys,
+    validate,
+)
+
+__all__ = [
+    "FLOW_SCHEMA",
+    "Admission",
+    "After",
+    "Before",
+    "Constraint",
+    "Findings",
+    "Flow",
+    "FlowBuilder",
+    "FlowRuntime",
+    "Guard",
+    "NeverUntil",
+    "Once",
+    "Require",
+    "Reset",
+    "Step",
+    "active_steps",
+    "admit",
+    "admit_answer",
+    "admitted_tools",
+    "all_of",
+    "always",
+    "any_of",
+    "called_ok",
+    "captured",
+    "check",
+    "compile",
+    "compile_with_tools",
+    "describe",
+    "done",
+    "edge",
+    "eq",
+    "explain",
+    "flow_from_dict",
+    "flow_to_dict",
+    "guard_from_dict",
+    "guard_to_dict",
+    "holds",
+    "is_set",
+    "is_true",
+    "latch",
+    "missing_required",
+    "not_",
+    "offered_tools",
+    "postures",
+    "record_answer",
+    "record_success",
+    "refusal_message",
+    "start",
+    "state_keys_read",
+    "to_mermaid",
+    "tool_universe",
+    "unwritten_keys",
+    "validate",
+]
