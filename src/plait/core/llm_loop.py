@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.core import governed
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.keys import JournalKey
@@ -50,6 +51,7 @@ def start_flow(s: StepContext, phase: OpenPhase, node: int) -> None:
         "content": {"instruction": spec.get("instruction", ""), "context": state.context},
     }
     flow = AbstractFlow(node=node, attempt=state.attempt[node], messages=[first])
+    governed.begin(s, flow, state.context)
     state.abstract_flows[flow_key(node)] = flow
     state.node_state[node] = DISPATCHED
     phase.record.dispatched.append([node, flow.attempt])
@@ -113,12 +115,17 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
         span = fold_range(flow.messages)
         if span is None:
             node_id = env.plan.nodes[flow.node].id
+            if flow.fold_forced:
+                why = "the model refused its transcript as too long"
+            else:
+                why = (
+                    f"its last turn had {flow.last_prompt_tokens} prompt tokens (ceiling {ceiling})"
+                )
             return _fail(
                 s,
                 key,
                 flow,
-                f"PLAIT-E024 context exceeded: node '{node_id}' has"
-                f" {flow.last_prompt_tokens} prompt tokens (ceiling {ceiling}) and nothing to fold",
+                f"PLAIT-E024 context exceeded: node '{node_id}': {why}, and nothing can be folded",
             )
         flow.folding = {"seq": flow.next_effect_seq, "range": [span[0], span[1]]}
         value: dict[str, Any] = {
@@ -126,7 +133,10 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
             "messages": flow.messages[span[0] : span[1]],
         }
     else:
-        value = {"messages": list(flow.messages), "tools": list(_offered(s, flow))}
+        tools, guidance = governed.offer(s, flow, _offered(s, flow))
+        value = {"messages": list(flow.messages), "tools": tools}
+        if guidance:
+            value["instructions"] = " ".join(guidance)
         schema = env.executors[flow.node].spec.get("response_schema")
         if schema is not None:
             value["response_schema"] = schema
@@ -234,6 +244,29 @@ def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutco
         return
     spec = env.executors[flow.node].spec
     node_id = env.plan.nodes[flow.node].id
+    missing = governed.unmet_requirements(s, flow)
+    if missing:
+        assert flow.governance is not None
+        strikes = int(flow.governance.get("require_strikes", 0)) + 1
+        flow.governance["require_strikes"] = strikes
+        if strikes > 1:
+            _fail(
+                s,
+                fkey,
+                flow,
+                f"ExecutorError: final answer given before required steps were done:"
+                f" {', '.join(missing)}",
+            )
+            return
+        flow.messages.append(
+            {
+                "role": "user",
+                "content": "You cannot finish yet: these steps must be done first: "
+                f"{', '.join(missing)}. Continue the task.",
+            }
+        )
+        flow.need = NEXT_TURN
+        return
     result: Any
     parsed = _parse_json(text)
     if spec.get("response_schema") is not None:
@@ -321,7 +354,9 @@ def _on_tool_calls(
             flow.messages.append(_tool_entry(call, why, True))
         flow.need = NEXT_TURN
         return
-    flow.need = {"Tools": calls}
+    admitted, refused = governed.admit_calls(s, flow, calls, offered)
+    flow.messages.extend(refused)
+    flow.need = {"Tools": admitted} if admitted else NEXT_TURN
 
 
 def _tool_entry(call: dict[str, Any], content: Any, is_error: bool) -> dict[str, Any]:
@@ -337,6 +372,7 @@ def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcom
     call = flow.pending_tools[seq]
     if isinstance(outcome, Completed):
         flow.round_results[seq] = {"content": outcome.result, "is_error": False}
+        governed.succeeded(s, flow, str(call["name"]), outcome.result)
     else:
         flow.round_results[seq] = {
             "content": f"{outcome.cause}: {outcome.detail}",

@@ -14,6 +14,7 @@ import jsonschema
 
 from plait.core.canonical import JSON
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
+from plait.governance import Flow, flow_from_dict
 from plait.tools.python import input_schema
 
 if TYPE_CHECKING:
@@ -64,7 +65,12 @@ def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
         from plait.models.prices import reserve_usd_micros
 
         reserve_usd = reserve_usd_micros(str(model), max_tokens, llm.get("prices"))
+    flows = {}
+    for node in workflow.nodes:
+        if node.kind == "abstract" and node.flow is not None:
+            flows[node.id] = node.flow if isinstance(node.flow, Flow) else flow_from_dict(node.flow)
     return StepEnv(
+        flows=flows,
         plan=workflow.plan(),
         executors=workflow.executors(),
         budgets=budgets or workflow.to_budgets(),

@@ -37,6 +37,13 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
         if record.kind == "redelivery":
             key = tuple(sorted(record.body["key"].items()))
             redeliveries[key] = redeliveries.get(key, 0) + 1
+    # Governance refusals make no effect: they live in the transcript the next turn sends.
+    refusals: dict[str, dict[str, Any]] = {}
+    for intent in journal.intents:
+        if intent.key.kind == "llm" and isinstance(intent.input, dict):
+            for message in intent.input.get("messages", ()):
+                if isinstance(message, dict) and message.get("refused"):
+                    refusals.setdefault(str(message.get("tool_call_id")), message)
     entries: list[dict[str, Any]] = []
     for intent in journal.intents:
         key = intent.key
@@ -62,4 +69,27 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
             entry["status"] = "failed"
             entry["failure"] = result.outcome["Failed"]
         entries.append(entry)
+        if key.kind == "llm" and isinstance(entry.get("result"), dict):
+            for call in entry["result"].get("tool_calls") or ():
+                refused = refusals.get(str(call.get("id")))
+                if refused is not None:
+                    entries.append(_refused_entry(entry, call, refused))
     return entries
+
+
+def _refused_entry(
+    turn: dict[str, Any], call: dict[str, Any], refused: dict[str, Any]
+) -> dict[str, Any]:
+    """A ``refused`` trace entry: follows the turn that made the call; no effect of its own."""
+    return {
+        "superstep": turn["superstep"],
+        "node": turn["node"],
+        "task_path": turn["task_path"],
+        "attempt": turn["attempt"],
+        "effect_seq": turn["effect_seq"],
+        "kind": "refused",
+        "status": "refused",
+        "input": {"tool": call.get("name"), "arguments": call.get("arguments")},
+        "result": {"tool_call_id": call.get("id"), "reason": refused.get("content")},
+        "redeliveries": 0,
+    }
