@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from plait.core import asks, llm_loop
+from plait.core import asks, llm_loop, send
 from plait.core.budgets import exhausted_at_dispatch, exhausted_at_open
-from plait.core.canonical import dumpb
+from plait.core.canonical import JSON, dumpb
 from plait.core.env import MISSING, StepEnv
 from plait.core.events import (
     BudgetRaised,
@@ -74,7 +74,7 @@ from plait.core.state import (
 )
 from plait.core.walk import deliver, propagate_death, stalled_culprit
 
-SEND_KEY = "$send"
+SEND_KEY = send.SEND_KEY
 INBOX_KEY = "$inbox"
 
 
@@ -148,6 +148,9 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         spent.input_tokens += usage.input_tokens
         spent.output_tokens += usage.output_tokens
         spent.usd_micros += usage.usd_micros
+    if key.task_path:
+        send.resolve_task(s, phase, key, outcome)
+        return
     if state.abstract_flows and llm_loop.on_resolved(s, key, outcome):
         return
     if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
@@ -201,6 +204,15 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
                 dispatched |= _dispatch_node(s, phase, node)
             if dispatched:
                 return True
+        tasks = send.queued(s)
+        if (
+            tasks
+            and exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open)
+            is None
+        ):
+            for path in tasks:
+                send.dispatch_task(s, phase, path)
+            return True
     only_asks = bool(phase.outstanding) and state.is_parked()
     settled = not phase.outstanding and (_draining(state) or not llm_loop.has_needs(s))
     if settled or (state.cancel is not None and only_asks):
@@ -224,7 +236,7 @@ def _progress_idle(s: StepContext) -> bool:
     if state.failed is not None:
         node, detail = state.failed
         return _finish(s, run_failed(env.plan.nodes[node].id, detail))
-    if READY not in state.node_state and not llm_loop.has_needs(s):
+    if READY not in state.node_state and not llm_loop.has_needs(s) and not send.queued(s):
         if state.superstep == 0 and state.node_state[0] == WAITING:
             return False  # not started yet: not a stall
         if DISPATCHED in state.node_state or AWAITING_CLIENT in state.node_state:
@@ -257,6 +269,9 @@ def _open_superstep(s: StepContext) -> None:
     for node, ns in enumerate(state.node_state):
         if ns == READY:
             _dispatch_node(s, phase, node)
+    if exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open) is None:
+        for path in send.queued(s):
+            send.dispatch_task(s, phase, path)
 
 
 def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
@@ -295,8 +310,11 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     # (reducers never mutate values, they return new ones).
     context = dict(state.context)
     state.context = context
-    for node in sorted(phase.results):
-        result = phase.results[node]
+    if state.failed is None and state.cancel is None:
+        send.extract_spawns(s, phase)
+    merges: list[tuple[int, JSON]] = sorted(phase.results.items())
+    merges.extend((state.send_tasks[p]["node"], r) for p, r in send.merge_order(phase))
+    for node, result in merges:
         if result is None:
             continue
         try:
@@ -310,6 +328,7 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
                 context[name] = reduce(name, context.get(name, MISSING), result)
         except ReducerError as exc:
             fail_node(state, node, f"ExecutorError: {exc}")
+    send.forget_done(s)
     if state.failed is None and state.cancel is None:
         edges_record = record.edges
         for node in sorted(phase.results):

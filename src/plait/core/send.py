@@ -1,0 +1,142 @@
+"""Send fan-out (ARCHITECTURE.md §3.8): a result's ``$send`` spawns tasks of a tool node.
+
+At close, before reducing, each result (static ones by node index, then task
+results by path) is checked for the reserved key ``$send``: a list of
+``{node, input}``, validated all-or-nothing. Each entry becomes a task at
+``parent/NNNNNN`` (a per-parent counter, monotone for the whole run), its target
+set to Dispatched. Tasks run with their own input, attempts and retries; when
+every task of a target is done, the target is DoneOk and its out-edges evaluate
+at that close: the join.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.core.canonical import JSON
+from plait.core.keys import JournalKey
+from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.outcomes import Completed, EffectOutcome, retryable
+from plait.core.state import DISPATCHED, DONE_OK, OpenPhase
+
+SEND_KEY = "$send"
+MAX_ENTRIES = 4096
+MAX_ORDINAL = 999_999
+QUEUED = "Queued"
+RUNNING = "Running"
+DONE = "Done"
+
+
+def _problem(s: StepContext, spawner: int, entries: Any) -> str | None:
+    plan, executors = s.env.plan, s.env.executors
+    if not isinstance(entries, list):
+        return "$send must be a list of {node, input}"
+    if len(entries) > MAX_ENTRIES:
+        return f"$send has {len(entries)} entries (at most {MAX_ENTRIES})"
+    for n, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("node"), str):
+            return f"$send entry {n} must be an object with a string 'node'"
+        unknown = sorted(set(entry) - {"node", "input"})
+        if unknown:
+            return f"$send entry {n} has unknown key(s) {', '.join(unknown)}"
+        target = plan.index.get(entry["node"])
+        if target is None:
+            return f"$send entry {n} names unknown node '{entry['node']}'"
+        if executors[target].kind != "tool":
+            return f"$send entry {n}: target '{entry['node']}' is not a tool node"
+        if target == spawner:
+            return f"$send entry {n}: a node cannot send to itself"
+    return None
+
+
+def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
+    """Strip ``$send`` from this superstep's results and spawn their tasks (canonical order)."""
+    state = s.state
+    spawners: list[tuple[int, str, dict[str, Any]]] = [
+        (node, "", result)
+        for node, result in sorted(phase.results.items())
+        if isinstance(result, dict) and SEND_KEY in result
+    ]
+    spawners.extend(
+        (state.send_tasks[path]["node"], path, result)
+        for path, result in sorted(phase.send_results.items())
+        if isinstance(result, dict) and SEND_KEY in result
+    )
+    for spawner, parent, result in spawners:
+        entries = result.pop(SEND_KEY)
+        problem = _problem(s, spawner, entries)
+        start = state.spawn_counter.get(parent, 0)
+        if problem is None and start + len(entries) - 1 > MAX_ORDINAL:
+            problem = f"$send would exceed {MAX_ORDINAL + 1} tasks spawned from '{parent or '/'}'"
+        if problem is not None:
+            where = f" (task {parent})" if parent else ""
+            node_id = s.env.plan.nodes[spawner].id
+            fail_node(state, spawner, f"ExecutorError: node '{node_id}'{where}: {problem}")
+            continue
+        for offset, entry in enumerate(entries):
+            path = f"{parent}/{start + offset:06d}"
+            target = s.env.plan.index[entry["node"]]
+            value = entry.get("input")
+            state.send_tasks[path] = {
+                "node": target,
+                "input": {} if value is None else value,
+                "attempt": 0,
+                "state": QUEUED,
+            }
+            state.node_state[target] = DISPATCHED
+            phase.record.spawns.append([path, target])
+        state.spawn_counter[parent] = start + len(entries)
+
+
+def queued(s: StepContext) -> list[str]:
+    return sorted(p for p, t in s.state.send_tasks.items() if t["state"] == QUEUED)
+
+
+def dispatch_task(s: StepContext, phase: OpenPhase, path: str) -> None:
+    state = s.state
+    task = state.send_tasks[path]
+    task["attempt"] += 1
+    task["state"] = RUNNING
+    node = task["node"]
+    key = JournalKey(state.run_id, path, s.env.plan.nodes[node].id, task["attempt"], 0, "tool")
+    phase.record.task_dispatched.append([path, task["attempt"]])
+    emit_effect(s, phase, key, s.env.executors[node].name, task["input"])
+
+
+def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: EffectOutcome) -> None:
+    state = s.state
+    task = state.send_tasks.get(key.task_path)
+    if task is None or task["state"] != RUNNING:
+        return
+    node = task["node"]
+    if isinstance(outcome, Completed):
+        task["state"] = DONE
+        phase.send_results[key.task_path] = outcome.result
+    elif (
+        retryable(outcome.cause, "tool")
+        and task["attempt"] <= s.env.plan.nodes[node].retries
+        and state.cancel is None
+    ):
+        task["state"] = QUEUED  # task-scoped retry, inside this superstep
+        return
+    else:
+        task["state"] = DONE
+        fail_node(state, node, f"{outcome.cause}: {outcome.detail} (task {key.task_path})")
+        return
+    if state.node_state[node] == DISPATCHED and all(
+        t["state"] == DONE for t in state.send_tasks.values() if t["node"] == node
+    ):
+        state.node_state[node] = DONE_OK
+        phase.results.setdefault(node, None)
+
+
+def merge_order(phase: OpenPhase) -> list[tuple[str, JSON]]:
+    """Task results in path order (merged after every static result)."""
+    return sorted(phase.send_results.items())
+
+
+def forget_done(s: StepContext) -> None:
+    """Drop settled tasks once merged: the state keeps only what is still in flight."""
+    state = s.state
+    for path in [p for p, t in state.send_tasks.items() if t["state"] == DONE]:
+        del state.send_tasks[path]
