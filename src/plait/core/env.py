@@ -98,6 +98,10 @@ class StepEnv:
     decide: Mapping[str, Any] | None = None
     validate_response: Callable[[str, JSON], str | None] = _no_args_check
     flows: Mapping[str, Any] = field(default_factory=dict)
+    approval_tools: frozenset[str] = frozenset()
+    """Tools an abstract node may only call after a second principal approves (§8)."""
+    deferred_tools: frozenset[str] = frozenset()
+    """Tools whose result a human supplies (the run parks until then)."""
 
     def reducer(self) -> Reducer:
         """The reducer to use: the injected one, else the plan's declared table."""

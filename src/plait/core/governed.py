@@ -20,6 +20,7 @@ from plait.governance import (
     missing_required,
     offered_tools,
     postures,
+    record_answer,
     record_success,
     refusal_message,
     start,
@@ -98,6 +99,13 @@ def succeeded(s: StepContext, flow: AbstractFlow, tool: str, result: Any) -> Non
     governed = flow_of(s, flow)
     if governed is not None and flow.governance is not None:
         _save(flow, record_success(governed, _rt(flow), tool, result))
+
+
+def answered(s: StepContext, flow: AbstractFlow, answer: dict[str, Any]) -> None:
+    """An answered ask updates the flow state (a human confirmation a guard may read)."""
+    governed = flow_of(s, flow)
+    if governed is not None and flow.governance is not None:
+        _save(flow, record_answer(governed, _rt(flow), answer))
 
 
 def unmet_requirements(s: StepContext, flow: AbstractFlow) -> list[str]:

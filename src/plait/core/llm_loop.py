@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.core import governed
+from plait.core import asks, governed
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.keys import JournalKey
@@ -165,12 +165,40 @@ def _serve_tools(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow)
         # never reach the model, the next turn would fail on the bound anyway).
         return _fail_bound(s, key, flow)
     flow.need = None
+    env = s.env
     for call in calls:
         seq = flow.next_effect_seq
         effect = _key(s, flow, "tool")
         flow.next_effect_seq += 1
-        flow.pending_tools[seq] = call
-        emit_effect(s, phase, effect, CALL_PREFIX + call["name"], call["arguments"])
+        name = str(call["name"])
+        gate = None
+        if not call.get("approved"):
+            if name in env.approval_tools:
+                gate = "approval"
+            elif name in env.deferred_tools:
+                gate = "deferred"
+        if gate is None:
+            flow.pending_tools[seq] = call
+            emit_effect(s, phase, effect, CALL_PREFIX + name, call["arguments"])
+            continue
+        # Parks for a human (§8): an approval before it runs, or a deferred result.
+        flow.pending_tools[seq] = {**call, "gate": gate}
+        prompt = (
+            f"Approve the call to {name}?"
+            if gate == "approval"
+            else f"Provide the result of {name}."
+        )
+        asks.register_ask(
+            s,
+            phase,
+            effect,
+            flow.node,
+            tool_name=name,
+            prompt=prompt,
+            value=call["arguments"],
+            approval=gate == "approval",
+            extra={"tool_call_id": call.get("id")},
+        )
     return True
 
 
@@ -368,9 +396,37 @@ def _tool_entry(call: dict[str, Any], content: Any, is_error: bool) -> dict[str,
     }
 
 
+def _on_approval(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome) -> bool:
+    """Settle an approval ask; True when approved (the call now runs as its own effect)."""
+    call = flow.pending_tools[seq]
+    answer = outcome.result if isinstance(outcome, Completed) else None
+    if isinstance(answer, dict):
+        governed.answered(s, flow, answer)
+    if isinstance(answer, dict) and answer.get("approved") is True:
+        del flow.pending_tools[seq]
+        approved = {k: v for k, v in call.items() if k != "gate"}
+        approved["approved"] = True
+        if isinstance(flow.need, dict):
+            flow.need["Tools"].append(approved)
+        else:
+            flow.need = {"Tools": [approved]}
+        return True
+    if isinstance(answer, dict):
+        reason = answer.get("reason")
+        content = f"denied by {answer.get('by')}" + (f": {reason}" if reason else "")
+    else:
+        assert not isinstance(outcome, Completed)
+        content = f"not approved: {outcome.cause}: {outcome.detail}"
+    flow.round_results[seq] = {"content": content, "is_error": True}
+    return False
+
+
 def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome) -> None:
     call = flow.pending_tools[seq]
-    if isinstance(outcome, Completed):
+    if call.get("gate") == "approval":
+        if _on_approval(s, flow, seq, outcome):
+            return
+    elif isinstance(outcome, Completed):
         flow.round_results[seq] = {"content": outcome.result, "is_error": False}
         governed.succeeded(s, flow, str(call["name"]), outcome.result)
     else:
@@ -378,8 +434,8 @@ def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcom
             "content": f"{outcome.cause}: {outcome.detail}",
             "is_error": True,
         }
-    if len(flow.round_results) < len(flow.pending_tools):
-        return
+    if len(flow.round_results) < len(flow.pending_tools) or isinstance(flow.need, dict):
+        return  # the round is still settling (or an approved call has yet to run)
     limit = s.env.llm_tool_result_chars
     log_results = bool(s.env.executors[flow.node].spec.get("tool_results_into"))
     for done_seq in sorted(flow.pending_tools):

@@ -69,8 +69,11 @@ def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
     for node in workflow.nodes:
         if node.kind == "abstract" and node.flow is not None:
             flows[node.id] = node.flow if isinstance(node.flow, Flow) else flow_from_dict(node.flow)
+    tools = workflow.tools
     return StepEnv(
         flows=flows,
+        approval_tools=frozenset(n for n in tools if tools[n].approval),
+        deferred_tools=frozenset(n for n in tools if tools[n].deferred),
         plan=workflow.plan(),
         executors=workflow.executors(),
         budgets=budgets or workflow.to_budgets(),

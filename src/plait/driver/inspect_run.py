@@ -1,4 +1,5 @@
-"""Reading a run back: its current standing (``show``) and its effects (``trace``).
+"""Reading a run back: its current standing (``show``), its effects (``trace``), and where
+its governed flows stand (``explain``).
 
 Read-only views over the journal, shaped as CONTRACT.md's ``--json`` output.
 """
@@ -10,6 +11,8 @@ from typing import Any
 from plait.core.canonical import loads
 from plait.core.state import SchedulerState
 from plait.driver.wave import RunResult
+from plait.governance import FlowRuntime, flow_from_dict
+from plait.governance import explain as explain_flow
 from plait.store.base import Store
 
 
@@ -54,7 +57,7 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
             "task_path": key.task_path,
             "attempt": key.attempt,
             "effect_seq": key.effect_seq,
-            "kind": key.kind,
+            "kind": intent.executor if intent.executor in ("ask", "timer") else key.kind,
             "input": intent.input,
             "redeliveries": redeliveries.get(tuple(sorted(key.to_json().items())), 0),
         }
@@ -62,7 +65,7 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
             entry["status"] = "pending"
         elif "Completed" in result.outcome:
             body = result.outcome["Completed"]
-            entry["status"] = "completed"
+            entry["status"] = "answered" if intent.executor == "ask" else "completed"
             entry["result"] = body.get("result")
             entry["usage"] = body.get("usage")
         else:
@@ -93,3 +96,38 @@ def _refused_entry(
         "result": {"tool_call_id": call.get("id"), "reason": refused.get("content")},
         "redeliveries": 0,
     }
+
+
+def explain(store: Store, run_id: str) -> dict[str, Any]:
+    """For each governed abstract node in flight at the latest checkpoint, by node id:
+    the active steps, the allowed and offered tools, and why each blocked tool is blocked
+    (``plait.governance.explain``). Empty when no governed node is in flight.
+
+    The flow and the node's tools come from the pinned manifest, the flow's runtime from
+    the node's ``AbstractFlow`` in the checkpoint; the workflow file is never reread.
+    """
+    meta = store.latest_checkpoint(run_id)
+    if meta is None:
+        return {}
+    state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
+    nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
+    found: dict[str, Any] = {}
+    for key in sorted(state.abstract_flows, key=lambda k: state.abstract_flows[k].node):
+        flow = state.abstract_flows[key]
+        if flow.governance is None or not 0 <= flow.node < len(nodes):
+            continue
+        node = nodes[flow.node]
+        spec = node["executor"]["spec"]
+        governed = spec.get("flow")
+        if governed is None:
+            continue
+        tools = [str(t) for t in spec.get("tools", ())]
+        shown = explain_flow(
+            flow_from_dict(governed),
+            FlowRuntime.from_json(flow.governance["rt"]),
+            tools,
+        )
+        if flow.refused:
+            shown["refused"] = len(flow.refused)
+        found[str(node["id"])] = shown
+    return found
