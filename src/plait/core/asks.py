@@ -13,9 +13,9 @@ from typing import Any
 
 from plait.core.canonical import JSON
 from plait.core.events import WriteIntent
-from plait.core.keys import JournalKey, call_id
-from plait.core.machine import StepContext
-from plait.core.state import AWAITING_CLIENT, OpenPhase
+from plait.core.keys import JournalKey, call_id, child_run_id
+from plait.core.machine import StepContext, emit_effect
+from plait.core.state import AWAITING_CLIENT, DISPATCHED, OpenPhase
 
 ASK_EXECUTOR = "ask"
 TIMER_EXECUTOR = "timer"
@@ -97,6 +97,28 @@ def dispatch_timer_node(s: StepContext, phase: OpenPhase, node: int) -> None:
     timer_id = call_id(key)
     state.pending_asks[timer_id] = {"key": key.to_json(), "node": node, "wake_ms": wake_ms}
     journal_only(s, phase, key, TIMER_EXECUTOR, {"wake_ms": wake_ms})
+
+
+SUBGRAPH_PREFIX = "subgraph:"
+"""Executor of a subgraph node: ``subgraph:<workflow path>``; its input is the context."""
+
+
+def dispatch_subgraph_node(s: StepContext, phase: OpenPhase, node: int) -> None:
+    """Run a child workflow (§3.9): dispatched now, and pending like an ask in case it parks.
+
+    If the child finishes within the wave its result resolves the effect as usual; if it
+    parks, the parent's only outstanding effects are world-settled, so the parent parks
+    too, and the driver settles the entry when the child finishes.
+    """
+    state = s.state
+    state.attempt[node] += 1
+    attempt = state.attempt[node]
+    key = JournalKey(state.run_id, "", s.env.plan.nodes[node].id, attempt, 0, "tool")
+    phase.record.dispatched.append([node, attempt])
+    state.node_state[node] = DISPATCHED
+    entry = {"key": key.to_json(), "node": node, "child": child_run_id(state.run_id, key)}
+    state.pending_asks[call_id(key)] = entry
+    emit_effect(s, phase, key, SUBGRAPH_PREFIX + s.env.executors[node].name, state.context)
 
 
 def announceable(entry: dict[str, Any]) -> bool:

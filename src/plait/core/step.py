@@ -46,7 +46,7 @@ from plait.core.events import (
     Start,
     WriteCheckpoint,
 )
-from plait.core.keys import JournalKey
+from plait.core.keys import JournalKey, call_id
 from plait.core.machine import StepContext, emit_effect, fail_node
 from plait.core.outcomes import (
     Completed,
@@ -153,6 +153,8 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         return
     if state.abstract_flows and llm_loop.on_resolved(s, key, outcome):
         return
+    if s.env.executors[node].kind == "subgraph":
+        state.pending_asks.pop(call_id(key), None)  # the child finished within the wave
     if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
         return  # a straggler must never flip a settled node
     if isinstance(outcome, Completed):
@@ -160,7 +162,7 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         phase.results[node] = outcome.result
         return
     retries_left = state.attempt[node] - state.attempt_base[node] <= plan.nodes[node].retries
-    settled_by_world = s.env.executors[node].kind in ("ask", "timer")  # an expiry never retries
+    settled_by_world = s.env.executors[node].kind in ("ask", "timer", "subgraph")
     if (
         retries_left
         and not settled_by_world
@@ -290,6 +292,9 @@ def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
         return True
     if executor.kind == "timer":
         asks.dispatch_timer_node(s, phase, node)
+        return True
+    if executor.kind == "subgraph":
+        asks.dispatch_subgraph_node(s, phase, node)
         return True
     state.attempt[node] += 1
     attempt = state.attempt[node]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from plait.core.asks import SUBGRAPH_PREFIX
 from plait.core.events import Dispatch
+from plait.core.keys import JournalKey
 from plait.core.llm_loop import CALL_PREFIX, LLM_EXECUTOR
 from plait.core.outcomes import EffectOutcome
 from plait.driver.llm_exec import LlmRunner
@@ -15,10 +17,21 @@ if TYPE_CHECKING:
     from plait.workflow import Workflow
 
 
+ChildRunner = Callable[[JournalKey, str, Any], Awaitable[EffectOutcome | None]]
+"""Runs (or resumes) a subgraph's child run; None while the child is parked."""
+
+
 class Dispatcher:
     """One per drive: holds the tool runner and, for workflows with LLM nodes, the model."""
 
-    def __init__(self, workflow: Workflow, llm: LlmRunner | None, **tool_options: Any) -> None:
+    def __init__(
+        self,
+        workflow: Workflow,
+        llm: LlmRunner | None,
+        children: ChildRunner | None = None,
+        **tool_options: Any,
+    ) -> None:
+        self._children = children
         self._tools = ToolRunner(workflow.tools, base_dir=workflow.base_dir, **tool_options)
         self._llm = llm
 
@@ -28,8 +41,12 @@ class Dispatcher:
 
     def __call__(
         self, dispatch: Dispatch, idempotency_key: str, alone: bool
-    ) -> Awaitable[EffectOutcome]:
+    ) -> Awaitable[EffectOutcome | None]:
         executor = dispatch.executor
+        if executor.startswith(SUBGRAPH_PREFIX):
+            if self._children is None:
+                raise RuntimeError("a subgraph was dispatched but child runs need a Runtime")
+            return self._children(dispatch.key, executor[len(SUBGRAPH_PREFIX) :], dispatch.input)
         if executor == LLM_EXECUTOR:
             if self._llm is None:
                 raise RuntimeError("an llm effect was dispatched but the run has no model")
@@ -39,7 +56,11 @@ class Dispatcher:
         return self._tools.call(executor, dispatch, idempotency_key, alone)
 
 
-def dispatcher_for(workflow: Workflow, journaled: list[Any] | None = None) -> Dispatcher:
+def dispatcher_for(
+    workflow: Workflow,
+    journaled: list[Any] | None = None,
+    children: ChildRunner | None = None,
+) -> Dispatcher:
     """The dispatcher for one drive; ``journaled``: llm keys already in the journal."""
     llm_runner = None
     if any(node.kind == "abstract" for node in workflow.nodes):
@@ -50,4 +71,4 @@ def dispatcher_for(workflow: Workflow, journaled: list[Any] | None = None) -> Di
             str(settings.get("model")), base_dir=workflow.base_dir, settings=settings
         )
         llm_runner = LlmRunner(workflow, model, journaled or [])
-    return Dispatcher(workflow, llm_runner)
+    return Dispatcher(workflow, llm_runner, children)

@@ -13,14 +13,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import dumpb, loads
-from plait.core.env import Budgets
+from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
-from plait.core.events import BudgetRaised, CancelSeen, ClockReading, Event, InputReceived, Start
+from plait.core.events import (
+    BudgetRaised,
+    CancelSeen,
+    ClockReading,
+    Event,
+    InputReceived,
+    ResponseSettled,
+    Start,
+)
+from plait.core.keys import JournalKey, child_run_id
+from plait.core.outcomes import Completed, EffectOutcome, Failed
 from plait.core.state import SchedulerState
 from plait.driver.answers import pending_asks, respond
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
-from plait.driver.dispatcher import Dispatcher, dispatcher_for
+from plait.driver.dispatcher import ChildRunner, Dispatcher, dispatcher_for
 from plait.driver.durable import DurableJournal
 from plait.driver.environment import make_env
 from plait.driver.feeds import FEED
@@ -113,7 +123,12 @@ class Runtime:
     # --- driving --------------------------------------------------------------
 
     async def start(
-        self, workflow: Workflow, input: Any = None, *, run_id: str | None = None
+        self,
+        workflow: Workflow,
+        input: Any = None,
+        *,
+        run_id: str | None = None,
+        parent: str | None = None,
     ) -> RunResult:
         """Start a new run and drive it until it finishes or parks."""
         workflow.plan()  # validate before anything is written
@@ -131,7 +146,7 @@ class Runtime:
         }
         if catalogue:
             manifest["mcp_catalogue"] = catalogue
-        info = RunInfo(run_id, workflow.name, "running", self.principal, None, now, now)
+        info = RunInfo(run_id, workflow.name, "running", self.principal, parent, now, now)
         self.store.create_run(info, manifest)
         return await self._drive(run_id, workflow, [ClockReading(now), Start(input)])
 
@@ -191,9 +206,11 @@ class Runtime:
         tools: Dispatcher | None = None
         try:
             llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
-            tools = dispatcher_for(workflow, llm_keys)
+            children = self._child_runner(workflow)
+            tools = dispatcher_for(workflow, llm_keys, children)
             results = dict(existing.results) if existing else {}
-            events = [*events, *settlements(state, results, journal, now)]
+            settled_children = await self._settle_children(state, env, children, journal, now)
+            events = [*events, *settled_children, *settlements(state, results, journal, now)]
             while True:
                 result = await drive(env, state, events, journal, tools, self.clock, self.observer)
                 if result.status != "parked":
@@ -203,6 +220,8 @@ class Runtime:
                 if not due:
                     break  # waiting for a human, or for a timer that is not due yet
                 events = [ClockReading(now), *due]
+            if result.status == "parked":
+                result.asks = self.asks(run_id)  # its own and its children's (§3.9)
             journal.status(state)
             journal.commit()
         finally:
@@ -215,10 +234,69 @@ class Runtime:
     # --- commands from outside the driver -----------------------------------------
 
     def cancel(self, run_id: str, reason: str = "", by: str | None = None) -> None:
-        """Journal a cancel; the next drive (or resume) of the run feeds it to the core."""
+        """Journal a cancel for the run and its descendants; each next drive feeds it."""
         self.store.get_run(run_id)
         body = {"by": by or self.principal, "reason": reason}
-        self.store.commit(run_id, None, [RecordWrite("cancel", body)])
+        for target in [run_id, *self._descendants(run_id)]:
+            self.store.commit(target, None, [RecordWrite("cancel", body)])
+
+    # --- subgraphs (§3.9) ---------------------------------------------------------
+
+    def _descendants(self, run_id: str) -> list[str]:
+        prefix = run_id + "~"
+        return sorted(i.run_id for i in self.store.list_runs() if i.run_id.startswith(prefix))
+
+    def _child_runner(self, workflow: Workflow) -> ChildRunner:
+        async def run_child(key: JournalKey, path: str, value: Any) -> EffectOutcome | None:
+            from plait.workflow import load_workflow
+
+            child_id = child_run_id(key.run_id, key)
+            if self._exists(child_id):
+                result = await self.resume(child_id)
+            else:
+                child = load_workflow(workflow.base_dir / path)
+                result = await self.start(child, value, run_id=child_id, parent=key.run_id)
+            if result.status == "completed":
+                return Completed(result.context)
+            if result.status in ("parked", "running"):
+                return None  # the parent parks on it
+            return Failed(
+                "ExecutorError", f"child run '{child_id}' ended {result.status}: {result.outcome}"
+            )
+
+        return run_child
+
+    def _exists(self, run_id: str) -> bool:
+        try:
+            self.store.get_run(run_id)
+        except PlaitError as exc:
+            if exc.code == "E017":
+                return False
+            raise
+        return True
+
+    async def _settle_children(
+        self,
+        state: SchedulerState,
+        env: StepEnv,
+        children: ChildRunner,
+        journal: DurableJournal,
+        now: int,
+    ) -> list[Event]:
+        """Resume the children a parked parent waits on; settle those that finished."""
+        events: list[Event] = []
+        if state.is_terminal():
+            return events
+        for entry_id, entry in sorted(state.pending_asks.items()):
+            if "child" not in entry:
+                continue
+            key = JournalKey.from_json(entry["key"])
+            path = env.executors[entry["node"]].name
+            outcome = await children(key, path, None)
+            if outcome is not None:
+                journal.result(key, outcome, now)
+                events.append(ResponseSettled(entry_id, outcome))
+        return events
 
     def raise_budget(self, run_id: str, raised: dict[str, Any]) -> None:
         """Journal a manifest supersession with raised ceilings (fed as BudgetRaised on resume)."""
@@ -384,9 +462,16 @@ class Runtime:
         by: str | None = None,
     ) -> dict[str, Any]:
         """Answer a pending ask (journaled only; ``resume`` drives the run on)."""
+        # A child's ask is answerable through its parent's run id (§3.9).
+        owner = run_id
+        if not any(a["ask_id"] == ask_id for a in pending_asks(self.store, run_id)):
+            for child in self._descendants(run_id):
+                if any(a["ask_id"] == ask_id for a in pending_asks(self.store, child)):
+                    owner = child
+                    break
         return respond(
             self.store,
-            run_id,
+            owner,
             ask_id,
             by=by or self.principal,
             now_ms=self.clock(),
@@ -397,10 +482,13 @@ class Runtime:
         )
 
     def asks(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """What waits for a human: pending asks of one run, or of every parked run."""
+        """What waits for a human: pending asks of one run (and its children), or of all."""
         if run_id is not None:
             self.store.get_run(run_id)
-            return pending_asks(self.store, run_id)
+            mine = pending_asks(self.store, run_id)
+            for child in self._descendants(run_id):
+                mine.extend(pending_asks(self.store, child))
+            return mine
         found: list[dict[str, Any]] = []
         for info in self.store.list_runs("parked"):
             found.extend(pending_asks(self.store, info.run_id))

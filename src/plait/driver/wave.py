@@ -41,7 +41,7 @@ class Executor(Protocol):
 
     def __call__(
         self, dispatch: Dispatch, idempotency_key: str, alone: bool
-    ) -> Awaitable[EffectOutcome]: ...
+    ) -> Awaitable[EffectOutcome | None]: ...
 
 
 class Journal(Protocol):
@@ -168,7 +168,8 @@ async def drive(
         now = clock()
         events = [ClockReading(now)]
         for (key, known, _), outcome_or_none in zip(wave, settled, strict=True):
-            assert outcome_or_none is not None
+            if outcome_or_none is None:
+                continue  # settles later (a child run that parked): the run parks on it
             if known is None:
                 journal.result(key, outcome_or_none, now)
             events.append(EffectResolved(key, outcome_or_none))
