@@ -1,0 +1,401 @@
+"""Tools of MCP servers over stdio (ARCHITECTURE.md §4).
+
+A tool ``{mcp: {command: ["mcp-server-time"], tool: get_current_time}}`` is a
+tool the server started by ``command`` offers. The server runs as a child
+process (never through a shell) in the workflow file's folder, with the
+driver's environment plus the settings' optional ``env``.
+
+``McpPool`` holds one server per distinct command (and env) for one drive:
+started on first use, shared by every call of the drive, closed when the drive
+ends (``aclose``). A server that closed its connection (it crashed) is replaced
+by a fresh one on the next call. Each server's connection is opened and closed
+by a task of its own, because the SDK's stdio transport must be left by the task
+that entered it while calls come from many tasks.
+
+What a server offered is pinned at run start (``fetch_catalogue``): each MCP
+tool's description and input schema go into the run's manifest, so validating a
+model's arguments, the tool offer and ``verify`` never ask the server again
+(``with_catalogue`` fills a definition from a pinned catalogue).
+
+This module reports what a server did: a tool result becomes an outcome here
+(``is_error`` is ExecutorError; structured content, else the text read as JSON
+when it is JSON, else ``{"text": ...}``); a failing connection raises
+``McpServerError`` and an overrun of ``timeout_s`` raises ``TimeoutError``, which
+the driver maps to failure causes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import shlex
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from plait.core.canonical import CanonicalJSONError, dumps, loads
+from plait.core.errors import PlaitError, Problem
+from plait.core.outcomes import Completed, EffectOutcome, Failed
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from plait.workflow import Workflow
+
+    W = TypeVar("W", bound=Workflow)
+else:
+    W = TypeVar("W")
+
+START_TIMEOUT_S = 60.0
+"""How long a server may take to start and answer ``initialize``."""
+
+CLOSE_TIMEOUT_S = 10.0
+"""How long closing one server may take (the SDK escalates to a kill well before)."""
+
+
+class McpServerError(Exception):
+    """The server could not be started, failed the protocol, or closed the connection."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What identifies one server process: its argv and its extra environment."""
+
+    command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> ServerSpec:
+        command = settings.get("command")
+        if isinstance(command, str) or not isinstance(command, Sequence) or not command:
+            raise McpServerError(f"mcp settings need a non-empty command list, got {command!r}")
+        env = settings.get("env") or {}
+        return cls(
+            tuple(str(part) for part in command),
+            tuple(sorted((str(k), str(v)) for k, v in dict(env).items())),
+        )
+
+    @property
+    def label(self) -> str:
+        return shlex.join(self.command)
+
+
+def _why(exc: BaseException) -> str:
+    """The innermost useful exception of an (anyio) exception group, as text."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether a call failed because the connection is gone (not because of the call)."""
+    import anyio
+    from mcp.types import CONNECTION_CLOSED
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | OSError):
+        return True
+    # MCPError carries ``code`` (mcp 2.x), McpError ``error.code`` (mcp 1.x).
+    code = getattr(exc, "code", None)
+    if code is None:
+        code = getattr(getattr(exc, "error", None), "code", None)
+    return bool(code == CONNECTION_CLOSED)
+
+
+class _Connection:
+    """One server process and its session, owned by a task of its own."""
+
+    def __init__(self, spec: ServerSpec, cwd: Path) -> None:
+        self.spec = spec
+        self.broken = False
+        self._cwd = cwd
+        self._session: ClientSession | None = None
+        self._error: BaseException | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        # The server's stderr, kept for failure details (and off the driver's own stderr).
+        self._errlog = tempfile.TemporaryFile(  # noqa: SIM115 (closed in close())
+            "w+", encoding="utf-8", errors="replace"
+        )
+        self._task = asyncio.create_task(self._serve(), name=f"mcp server {spec.label}")
+
+    async def _serve(self) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(
+            command=self.spec.command[0],
+            args=list(self.spec.command[1:]),
+            env={**os.environ, **dict(self.spec.env)},
+            cwd=self._cwd,
+        )
+        try:
+            async with (
+                stdio_client(params, errlog=self._errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                self._session = session
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._session = None
+            self._ready.set()
+
+    def stderr_tail(self, lines: int = 10, chars: int = 2000) -> str:
+        with contextlib.suppress(OSError, ValueError):
+            self._errlog.flush()
+            self._errlog.seek(0)
+            text = self._errlog.read().strip()
+            tail = "\n".join(text.splitlines()[-lines:])
+            return tail if len(tail) <= chars else "…" + tail[-(chars - 1) :]
+        return ""
+
+    def failure(self, what: str) -> McpServerError:
+        tail = self.stderr_tail()
+        return McpServerError(
+            f"MCP server {self.spec.label}: {what}" + (f"\n{tail}" if tail else "")
+        )
+
+    async def session(self) -> ClientSession:
+        try:
+            await asyncio.wait_for(self._ready.wait(), START_TIMEOUT_S)
+        except TimeoutError:
+            self.broken = True
+            raise self.failure(f"did not start within {START_TIMEOUT_S:g} s") from None
+        if self._session is None:
+            self.broken = True
+            why = _why(self._error) if self._error is not None else "the connection closed"
+            raise self.failure(f"cannot connect ({why})")
+        return self._session
+
+    @property
+    def gone(self) -> bool:
+        """Whether a call must not use this connection (it failed, or the server went away)."""
+        return self.broken or self._task.done()
+
+    async def close(self) -> None:
+        self._stop.set()
+        if not self._ready.is_set():  # still starting: nothing to say goodbye to
+            self._task.cancel()
+        # asyncio.wait never raises the task's own outcome; a cancel of the caller still does.
+        _, pending = await asyncio.wait({self._task}, timeout=CLOSE_TIMEOUT_S)
+        for task in pending:
+            task.cancel()
+        self._errlog.close()
+
+
+class McpPool:
+    """The MCP servers of one drive: one process per distinct command, started lazily."""
+
+    def __init__(self, cwd: Path) -> None:
+        self._cwd = cwd
+        self._live: dict[ServerSpec, _Connection] = {}
+        self._retired: list[_Connection] = []
+
+    def _connection(self, spec: ServerSpec) -> _Connection:
+        conn = self._live.get(spec)
+        if conn is None or conn.gone:
+            if conn is not None:
+                self._retired.append(conn)
+            conn = self._live[spec] = _Connection(spec, self._cwd)
+        return conn
+
+    async def list_tools(self, spec: ServerSpec) -> list[dict[str, Any]]:
+        """Every tool the server offers: ``{name, description, input_schema}``, in its order."""
+        conn = self._connection(spec)
+        session = await conn.session()
+        offered: list[dict[str, Any]] = []
+        cursor: str | None = None
+        try:
+            while True:
+                if cursor is None:
+                    page = await session.list_tools()
+                else:
+                    from mcp.types import PaginatedRequestParams
+
+                    page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
+                offered.extend(_tool_entry(tool) for tool in page.tools)
+                cursor = _field(page, "next_cursor", "nextCursor")
+                if not cursor:
+                    return offered
+        except Exception as exc:
+            if _connection_lost(exc):
+                conn.broken = True
+            raise conn.failure(f"listing its tools failed ({_why(exc)})") from exc
+
+    async def call(
+        self, settings: Mapping[str, Any], arguments: Mapping[str, Any], timeout_s: float | None
+    ) -> EffectOutcome:
+        """Call the tool ``settings`` names; raises McpServerError or TimeoutError."""
+        spec = ServerSpec.of(settings)
+        name = str(settings.get("tool"))
+        conn = self._connection(spec)
+        session = await conn.session()
+        try:
+            call = session.call_tool(name, dict(arguments))
+            result = await (call if timeout_s is None else asyncio.wait_for(call, timeout_s))
+        except TimeoutError:
+            if timeout_s is None:
+                raise
+            raise TimeoutError(f"MCP tool '{name}' did not finish within {timeout_s:g} s") from None
+        except Exception as exc:
+            if _connection_lost(exc):
+                conn.broken = True
+                raise conn.failure(f"lost the connection calling '{name}' ({_why(exc)})") from exc
+            raise conn.failure(f"calling '{name}' failed ({_why(exc)})") from exc
+        return tool_outcome(result)
+
+    async def aclose(self) -> None:
+        """Stop every server this pool started."""
+        conns = [*self._live.values(), *self._retired]
+        self._live.clear()
+        self._retired.clear()
+        await asyncio.gather(*(conn.close() for conn in conns), return_exceptions=True)
+
+    async def __aenter__(self) -> McpPool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _field(obj: Any, name: str, legacy: str) -> Any:
+    """A field of an SDK model: snake_case (mcp 2.x) or camelCase (mcp 1.x)."""
+    return getattr(obj, name, getattr(obj, legacy, None))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON value in canonical form; raises CanonicalJSONError when it has none."""
+    return loads(dumps(value))
+
+
+def _tool_entry(tool: Any) -> dict[str, Any]:
+    schema = _field(tool, "input_schema", "inputSchema")
+    return {
+        "name": str(tool.name),
+        "description": str(tool.description or ""),
+        "input_schema": _plain(schema if schema is not None else {"type": "object"}),
+    }
+
+
+def tool_outcome(result: Any) -> EffectOutcome:
+    """A ``CallToolResult`` as an effect outcome."""
+    blocks = list(getattr(result, "content", None) or [])
+    texts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
+    text = "\n".join(texts)
+    if _field(result, "is_error", "isError"):
+        return Failed("ExecutorError", text or "the MCP tool reported an error")
+    structured = _field(result, "structured_content", "structuredContent")
+    try:
+        if structured is not None:
+            return Completed(_plain(structured))
+        if len(texts) != len(blocks):  # images, audio, resources: kept as the server sent them
+            return Completed(
+                {
+                    "content": [
+                        _plain(b.model_dump(mode="json", by_alias=True, exclude_none=True))
+                        for b in blocks
+                    ]
+                }
+            )
+    except CanonicalJSONError as exc:
+        return Failed("ExecutorError", f"MCP tool returned a value that is not JSON: {exc}")
+    try:
+        return Completed(loads(text))
+    except CanonicalJSONError:
+        return Completed({"text": text})
+
+
+def tool_node_arguments(
+    schema: Mapping[str, Any] | None, context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A tool node's arguments: the context keys the schema names (§4: others are ignored).
+
+    A schema naming no properties, or allowing additional ones, gets the whole context.
+    """
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, Mapping) or (schema or {}).get("additionalProperties") not in (
+        None,
+        False,
+    ):
+        return dict(context)
+    return {key: value for key, value in context.items() if key in properties}
+
+
+# -- the pinned catalogue ----------------------------------------------------------
+
+
+async def fetch_catalogue(workflow: Workflow) -> dict[str, dict[str, Any]]:
+    """What each MCP tool of ``workflow`` is, as its server describes it (run start).
+
+    ``{tool name: {"name": server's tool name, "description", "input_schema"}}``;
+    empty without MCP tools. A server that cannot be listed, or that does not offer
+    the tool, is PLAIT-E004 (every such tool is reported).
+    """
+    tools = {name: tool for name, tool in sorted(workflow.tools.items()) if tool.mcp is not None}
+    if not tools:
+        return {}
+    workflow.plan()  # a definition with malformed mcp settings fails with its own problems
+    specs = {name: ServerSpec.of(tool.mcp or {}) for name, tool in tools.items()}
+    distinct = list(dict.fromkeys(specs.values()))
+    async with McpPool(workflow.base_dir) as pool:
+        listed = await asyncio.gather(
+            *(pool.list_tools(spec) for spec in distinct), return_exceptions=True
+        )
+    offers = dict(zip(distinct, listed, strict=True))
+    catalogue: dict[str, dict[str, Any]] = {}
+    problems: list[Problem] = []
+    for name, tool in tools.items():
+        spec, wanted = specs[name], str((tool.mcp or {}).get("tool"))
+        offer = offers[spec]
+        if isinstance(offer, BaseException):
+            if not isinstance(offer, Exception):
+                raise offer
+            problems.append(Problem("E004", f"tool '{name}': {offer}"))
+            continue
+        found = next((entry for entry in offer if entry["name"] == wanted), None)
+        if found is None:
+            names = ", ".join(entry["name"] for entry in offer) or "no tools"
+            problems.append(
+                Problem(
+                    "E004",
+                    f"tool '{name}': MCP server {spec.label} does not offer a tool '{wanted}'"
+                    f" (it offers: {names})",
+                )
+            )
+            continue
+        catalogue[name] = found
+    if problems:
+        raise PlaitError.from_problems(problems)
+    return catalogue
+
+
+def with_catalogue(workflow: W, catalogue: Mapping[str, Mapping[str, Any]] | None) -> W:
+    """``workflow`` with each MCP tool's missing description and input schema pinned.
+
+    Declared values win (CONTRACT.md: MCP tools declare ``input_schema`` or take it
+    from the server). Pure: the same catalogue always gives the same definition, so
+    start, resume, verify and fork all see the manifest the run pinned.
+    """
+    if not catalogue:
+        return workflow
+    tools = dict(workflow.tools)
+    for name, entry in catalogue.items():
+        tool = tools.get(name)
+        if tool is None or tool.mcp is None:
+            continue
+        tools[name] = dataclasses.replace(
+            tool,
+            description=tool.description or str(entry.get("description") or ""),
+            input_schema=(
+                tool.input_schema if tool.input_schema is not None else entry.get("input_schema")
+            ),
+        )
+    return dataclasses.replace(workflow, tools=tools)
