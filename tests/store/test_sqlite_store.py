@@ -150,12 +150,6 @@ def test_open_store_passes_durability_on(tmp_path: Path) -> None:
     store.close()
 
 
-def test_postgresql_is_not_available_yet() -> None:
-    with pytest.raises(PlaitError) as caught:
-        open_store("postgresql://user@localhost/plait")
-    assert str(caught.value) == "PLAIT-E020 PostgreSQL store not available yet"
-
-
 def test_an_in_memory_database_works_for_scripts() -> None:
     store = open_store("sqlite:///:memory:")
     make_run(store)

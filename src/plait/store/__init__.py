@@ -71,10 +71,21 @@ def sqlite_path(url: str) -> str | None:
 
 
 def open_store(url: str, *, durability: str = "normal") -> Store:
-    """Open the store a URL or path names; SQLite's parent folders are created."""
+    """Open the store a URL or path names; SQLite's parent folders are created.
+
+    ``postgresql://`` and ``postgres://`` URLs (libpq syntax) open a ``PostgresStore``;
+    psycopg is imported only then, so SQLite users need not install it.
+    """
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in ("postgresql", "postgres"):
-        raise PlaitError("E020", "PostgreSQL store not available yet")
+        try:
+            from plait.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise PlaitError(
+                "E020",
+                f"the PostgreSQL store needs psycopg ({exc}); install plait[postgres]",
+            ) from exc
+        return PostgresStore(url, durability=durability)
     path = sqlite_path(url)
     if path is None:
         raise PlaitError(

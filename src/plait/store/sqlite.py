@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from plait.core.canonical import JSON, dumpb, loads
@@ -48,6 +49,10 @@ _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _INSERT_ROW = (
     f"INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
     f" VALUES (?, ?, {', '.join('?' for _ in JOURNAL_COLUMNS)})"
+)
+_RUN_AND_LEASE = (
+    "SELECT r.last_seq, l.token, l.host FROM runs r"
+    " LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = ?"
 )
 _SELECT_ROWS = (
     f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = ? ORDER BY seq"
@@ -196,9 +201,14 @@ class SqliteStore:
             encode = self._encoder(nodes)
             ops = [write_row(write, encode) for write in writes]  # cut before BEGIN IMMEDIATE
             with self._write() as conn:
-                seq = self._require_run(conn, run_id)
-                if token is not None:
-                    _check_token(conn, run_id, token)
+                # One statement for the run's last seq and its lease token (the hot path).
+                row = conn.execute(_RUN_AND_LEASE, (run_id,)).fetchone()
+                if row is None:
+                    raise unknown_run(run_id)
+                seq = int(row[0])
+                if token is not None and (row[1] != token or row[2] is None):
+                    _check_token(conn, run_id, token)  # raises E021 naming the holder
+                rows = []
                 for op in ops:
                     if op[0] == "status":
                         conn.execute(
@@ -214,10 +224,13 @@ class SqliteStore:
                             (run_id, seq, op[1]),
                         )
                         continue
-                    try:
-                        conn.execute(_INSERT_ROW, (run_id, seq, *op))
-                    except sqlite3.IntegrityError as exc:
-                        raise self._duplicate(run_id, op, exc) from exc
+                    rows.append((run_id, seq, *op))
+                try:
+                    conn.executemany(_INSERT_ROW, rows)
+                except sqlite3.IntegrityError as exc:
+                    raise self._duplicate(
+                        run_id, _first_duplicate(conn, run_id, rows), exc
+                    ) from exc
                 self._insert_nodes(conn, run_id, nodes)
                 conn.execute("UPDATE runs SET last_seq = ? WHERE run_id = ?", (seq, run_id))
             self._remember(nodes)
@@ -398,6 +411,25 @@ def _lease_row(conn: sqlite3.Connection, run_id: str) -> LeaseRow | None:
         return None
     holder = None if row[0] is None else LeaseOwner(row[0], row[1], row[2])
     return LeaseRow(holder, row[3], row[4])
+
+
+def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any, ...]]) -> Row:
+    """The op of a failed batch whose intent/result key is stored already (for the message)."""
+    seen: set[tuple[str, str]] = set()
+    for row in rows:
+        op = row[2:]
+        if op[0] in ("intent", "result"):
+            if (op[0], op[1]) in seen:
+                return tuple(op)
+            seen.add((op[0], op[1]))
+            hit = conn.execute(
+                "SELECT 1 FROM journal WHERE run_id = ? AND item = ? AND journal_key = ?"
+                " AND seq < ?",
+                (run_id, op[0], op[1], row[1]),
+            ).fetchone()
+            if hit is not None:
+                return tuple(op)
+    return tuple(rows[0][2:])
 
 
 def _check_token(conn: sqlite3.Connection, run_id: str, token: int) -> None:

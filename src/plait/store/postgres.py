@@ -1,0 +1,600 @@
+"""``PostgresStore``: the shared store for many processes and workers (ARCHITECTURE.md §11).
+
+The same contract as ``SqliteStore`` over PostgreSQL (psycopg 3, a ``psycopg_pool``
+connection pool), storing exactly the same rows (``rows.py``), payload encoding
+(``chunks.py``) and lease rule (``lease.py``).
+
+Theory of operation:
+
+- Every write is one transaction. ``commit`` opens it with ONE statement that locks the
+  run row (``UPDATE runs ... RETURNING`` reserves the seqs the batch takes) and, with a
+  token, the lease row (``FOR UPDATE``), so the fencing token is checked in the same
+  transaction as the writes (stale -> PLAIT-E021, nothing written). The rows follow in
+  pipeline mode, nodes with ``ON CONFLICT DO NOTHING`` in hash order (two transactions
+  sharing nodes cannot deadlock), then COMMIT: two round trips per commit.
+- Locks are always taken in the order run row -> lease row (``renew``/``release`` take
+  only the lease row), so no two plait transactions wait on each other in a cycle.
+- ``claim_runnable`` picks runnable runs whose lease is free or expired with
+  ``FOR UPDATE SKIP LOCKED`` and takes their leases in the same transaction: concurrent
+  workers never claim a run twice and never wait on each other.
+- ``synchronous_commit`` is forced ``on`` for every connection whatever the ``durability``:
+  a journal must not lose a committed wave when the server crashes. ``durability`` only
+  changes something on SQLite; it is accepted (and validated) here for symmetry.
+- Node reads are batched: decoding fetches a missing node together with every node its
+  bytes name, level by level (one round trip per tree level, not per node).
+
+Rules: parameterized SQL only; JSON only, never pickle; every ``psycopg`` error leaves this
+module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: ...`` (never the
+password) with its transaction rolled back; it never reads the clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from plait.core.canonical import JSON, dumpb, loads
+from plait.core.canonical import digest as sha256_hex
+from plait.core.errors import PlaitError
+from plait.store.base import corrupted_checkpoint, unknown_run
+from plait.store.chunks import ChunkError, HashMemo, decode, encode_text
+from plait.store.lease import LeaseRow, may_take_over, stale_token
+from plait.store.postgres_schema import migrate
+from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo, Write
+from plait.store.rows import (
+    JOURNAL_COLUMNS,
+    RUN_COLUMNS,
+    Row,
+    add_row,
+    run_from_row,
+    run_row,
+    write_row,
+)
+
+DURABILITIES = ("normal", "strict")
+"""Accepted for symmetry with SQLite; PostgreSQL always commits with synchronous_commit on."""
+
+CONNECT_TIMEOUT_S = 5
+"""Seconds to wait for the server when the URL does not say (``connect_timeout``)."""
+
+_KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is forgotten
+_FETCH_BATCH = 5_000  # node hashes per ``= ANY(%s)`` query
+
+Connection = psycopg.Connection[Any]
+
+_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
+_INSERT_RUN = (
+    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('%s' for _ in RUN_COLUMNS)})"
+    " ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
+)
+_INSERT_ROW = (
+    f"INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
+    f" VALUES (%s, %s, {', '.join('%s' for _ in JOURNAL_COLUMNS)})"
+)
+_SELECT_ROWS = (
+    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = %s ORDER BY seq"
+)
+_INSERT_NODES = (
+    "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
+)
+_INSERT_MANIFEST = "INSERT INTO manifests (run_id, seq, payload) VALUES (%s, %s, %s)"
+_UPDATE_STATUS = "UPDATE runs SET status = %s, outcome = %s, updated_ms = %s WHERE run_id = %s"
+_LEASE_COLUMNS = "host, pid, started_ms, token, expires_ms"
+
+# Lock the run row (reserving ``n`` seqs) and return the seq before them: E017 if no row.
+_RESERVE = (
+    "UPDATE runs SET last_seq = last_seq + %(n)s WHERE run_id = %(run_id)s"
+    " RETURNING last_seq - %(n)s"
+)
+# The same, then lock the lease row (after the run row, always in that order).
+_RESERVE_LEASED = (
+    "WITH r AS (UPDATE runs SET last_seq = last_seq + %(n)s WHERE run_id = %(run_id)s"
+    "  RETURNING run_id, last_seq)"
+    f" SELECT r.last_seq - %(n)s, {_LEASE_COLUMNS} FROM r LEFT JOIN LATERAL"
+    f" (SELECT {_LEASE_COLUMNS} FROM leases WHERE leases.run_id = r.run_id FOR UPDATE) l"
+    " ON true"
+)
+# Lock the run row, then its lease row, without writing either.
+_LOCK_LEASE = (
+    f"SELECT r.run_id, {_LEASE_COLUMNS} FROM runs r LEFT JOIN LATERAL"
+    f" (SELECT {_LEASE_COLUMNS} FROM leases WHERE leases.run_id = r.run_id FOR UPDATE) l"
+    " ON true WHERE r.run_id = %s FOR UPDATE OF r"
+)
+_UPSERT_LEASE = (
+    "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET"
+    " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
+    " token = excluded.token, expires_ms = excluded.expires_ms"
+)
+# Runnable runs whose lease is free or expired, oldest first; rows another transaction
+# holds (a commit, another claimant) are skipped, not waited for.
+_CLAIMABLE = (
+    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
+    " WHERE r.status = ANY(%s) AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %s)"
+    " ORDER BY r.created_ms, r.row_order LIMIT %s FOR UPDATE OF r SKIP LOCKED"
+)
+_STORED_BYTES = (
+    "SELECT (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM journal{w})"
+    " + (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM manifests{w})"
+    " + (SELECT COALESCE(SUM(octet_length(data)), 0) FROM nodes{w})"
+)
+_STORED_BYTES_ALL = _STORED_BYTES.format(w="")
+_STORED_BYTES_RUN = _STORED_BYTES.format(w=" WHERE run_id = %(run_id)s")
+
+_NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a node
+_ROOT_NAME = re.compile(r'"([0-9a-f]{64})"')
+
+
+class PostgresStore:
+    """The ``Store`` protocol over a PostgreSQL database, through a connection pool."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        durability: str = "normal",
+        pool_size: int = 4,
+        timeout: float = 10.0,
+    ) -> None:
+        """Connect (PLAIT-E020 at once for a bad URL or an unreachable server) and migrate.
+
+        ``pool_size`` bounds the connections held (threads beyond it wait up to
+        ``timeout`` seconds for one, then PLAIT-E020). A URL without ``connect_timeout``
+        waits CONNECT_TIMEOUT_S seconds for the server.
+        """
+        self.where, self._secret = _describe(url)
+        if durability not in DURABILITIES:
+            raise PlaitError(
+                "E020", f"unknown durability {durability!r} (expected 'normal' or 'strict')"
+            )
+        if pool_size < 1:
+            raise PlaitError("E020", f"pool_size must be at least 1, not {pool_size}")
+        self.durability = durability
+        self._known: set[str] = set()
+        self._memo = HashMemo()
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "invalid connection string") from exc
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in params:
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        if "application_name" not in params:
+            kwargs["application_name"] = "plait"
+        try:  # one direct connection first: a clear error now, not a pool retrying forever
+            conn = psycopg.connect(url, **kwargs)
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "cannot connect") from exc
+        try:
+            with conn:
+                migrate(conn, self.where)
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "cannot migrate the schema") from exc
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            url,
+            kwargs=kwargs,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            configure=_configure,
+            check=ConnectionPool.check_connection,
+            timeout=timeout,
+            name=f"plait {self.where}",
+        )
+        try:
+            self._pool.open()
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "cannot connect") from exc
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.where!r}, durability={self.durability!r})"
+
+    # --- runs and manifests ---
+
+    def create_run(self, info: RunInfo, manifest: JSON) -> None:
+        nodes: dict[str, bytes] = {}
+        payload = self._encoder(nodes)(manifest)
+        with self._connection() as conn, conn.pipeline() as pipe, conn.transaction():
+            if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
+                raise PlaitError("E016", f"run id '{info.run_id}' already exists")
+            conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
+            self._insert_nodes(conn, info.run_id, nodes)
+            pipe.sync()
+        self._remember(nodes)
+
+    def get_run(self, run_id: str) -> RunInfo:
+        with self._connection() as conn:
+            row = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = %s", (run_id,)
+            ).fetchone()
+        if row is None:
+            raise unknown_run(run_id)
+        return run_from_row(row)
+
+    def list_runs(self, status: str | None = None) -> list[RunInfo]:
+        order = " ORDER BY created_ms DESC, row_order DESC"
+        with self._connection() as conn:
+            if status is None:
+                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{order}").fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = %s{order}", (status,)
+                ).fetchall()
+        return [run_from_row(row) for row in rows]
+
+    def manifests(self, run_id: str) -> list[JSON]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT payload FROM manifests WHERE run_id = %s ORDER BY seq", (run_id,)
+            ).fetchall()
+            if not rows:
+                self._require_run(conn, run_id)
+            payloads = [row[0] for row in rows]
+            reader = _NodeReader(conn)
+            reader.prefetch(payloads)
+            try:
+                return [reader.decode(payload) for payload in payloads]
+            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+                raise PlaitError("E010", f"manifest of run '{run_id}' is corrupted: {exc}") from exc
+
+    # --- leases ---
+
+    def acquire_lease(
+        self,
+        run_id: str,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        owner_alive: Callable[[LeaseOwner], bool],
+    ) -> int:
+        with self._connection() as conn, conn.transaction():
+            row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
+            if row is None:
+                raise unknown_run(run_id)
+            token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, owner_alive)
+            conn.execute(
+                _UPSERT_LEASE,
+                (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
+            )
+            return token
+
+    def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
+        with self._connection() as conn:
+            renewed = conn.execute(
+                "UPDATE leases SET expires_ms = %s"
+                " WHERE run_id = %s AND token = %s AND host IS NOT NULL RETURNING token",
+                (now_ms + ttl_ms, run_id, token),
+            ).fetchone()
+            if renewed is None:
+                row = conn.execute(
+                    f"SELECT {_LEASE_COLUMNS} FROM leases WHERE run_id = %s", (run_id,)
+                ).fetchone()
+                raise stale_token(run_id, token, None if row is None else _lease_row(row))
+
+    def release_lease(self, run_id: str, token: int) -> None:
+        with self._connection() as conn:
+            conn.execute(
+                "UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
+                " WHERE run_id = %s AND token = %s AND host IS NOT NULL",
+                (run_id, token),
+            )
+
+    def claim_runnable(
+        self,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        statuses: Sequence[str] = ("queued",),
+        limit: int = 1,
+    ) -> list[str]:
+        """Claim up to ``limit`` runs for ``owner``: their ids, oldest first.
+
+        A run qualifies when its status is in ``statuses`` and its lease is free, released
+        or expired (``expires_ms <= now_ms``); a live lease is never taken, whatever host
+        holds it. The leases are taken in the same transaction as the choice, skipping
+        (not waiting for) runs another transaction has locked, so concurrent workers never
+        claim one run twice. ``claim_leases`` also returns the fencing tokens.
+        """
+        return [run_id for run_id, _ in self.claim_leases(owner, now_ms, ttl_ms, statuses, limit)]
+
+    def claim_leases(
+        self,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        statuses: Sequence[str] = ("queued",),
+        limit: int = 1,
+    ) -> list[tuple[str, int]]:
+        """``claim_runnable`` with the fencing token of each lease taken: (run id, token)."""
+        if limit < 1:
+            return []
+        claimed: list[tuple[str, int]] = []
+        with self._connection() as conn, conn.transaction():
+            run_ids = [
+                row[0]
+                for row in conn.execute(_CLAIMABLE, (list(statuses), now_ms, limit)).fetchall()
+            ]
+            for run_id in run_ids:
+                row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
+                if row is None:
+                    continue
+                try:  # re-read under the lock: the lease may have been renewed meanwhile
+                    token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, _never_dead)
+                except PlaitError:
+                    continue
+                conn.execute(
+                    _UPSERT_LEASE,
+                    (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
+                )
+                claimed.append((run_id, token))
+        return claimed
+
+    # --- the journal ---
+
+    def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
+        nodes: dict[str, bytes] = {}
+        encode = self._encoder(nodes)
+        ops = [write_row(write, encode) for write in writes]  # cut before any transaction
+        taken = sum(1 for op in ops if op[0] != "status")
+        params = {"n": taken, "run_id": run_id}
+        try:
+            with self._connection() as conn, conn.pipeline() as pipe, conn.transaction():
+                if token is None:
+                    row = conn.execute(_RESERVE, params).fetchone()
+                else:
+                    row = conn.execute(_RESERVE_LEASED, params).fetchone()
+                if row is None:
+                    raise unknown_run(run_id)
+                seq = int(row[0])
+                if token is not None:
+                    current = _lease_row(row[1:])
+                    if current is None or current.holder is None or current.token != token:
+                        raise stale_token(run_id, token, current)
+                journal: list[Row] = []
+                for op in ops:
+                    if op[0] == "status":
+                        conn.execute(_UPDATE_STATUS, (*op[1:], run_id))
+                        continue
+                    seq += 1
+                    if op[0] == "manifest":
+                        conn.execute(_INSERT_MANIFEST, (run_id, seq, op[1]))
+                    else:
+                        journal.append((run_id, seq, *op))
+                if journal:
+                    conn.cursor().executemany(_INSERT_ROW, journal)
+                self._insert_nodes(conn, run_id, nodes)
+                pipe.sync()  # failures surface here, inside the transaction
+        except PlaitError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
+                "journal_intent_keys",
+                "journal_result_keys",
+            ):
+                raise self._duplicate(run_id, ops, exc) from cause
+            raise
+        self._remember(nodes)
+
+    def load_journal(self, run_id: str) -> Journal:
+        with self._connection() as conn:
+            rows = conn.execute(_SELECT_ROWS, (run_id,)).fetchall()
+            if not rows:
+                self._require_run(conn, run_id)
+            journal = Journal(run_id)
+            reader = _NodeReader(conn)
+            reader.prefetch(row[-1] for row in rows if row[1] != "checkpoint")
+            try:
+                for row in rows:
+                    add_row(journal, row[0], row[1:], reader.decode)
+            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+                raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
+        return journal
+
+    def read_checkpoint(self, run_id: str, seq: int) -> bytes:
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT sha256, size, payload FROM journal"
+                " WHERE run_id = %s AND seq = %s AND item = 'checkpoint'",
+                (run_id, seq),
+            ).fetchone()
+            if row is None:
+                self._require_run(conn, run_id)
+                raise PlaitError("E010", f"run '{run_id}' has no checkpoint at seq {seq}")
+            sha, size, payload = row
+            reader = _NodeReader(conn)
+            try:
+                reader.prefetch([payload])
+                data = dumpb(reader.decode(payload))
+            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+                raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
+        if len(data) != size or sha256_hex(data) != sha:
+            raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
+        return data
+
+    def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT seq, superstep, sha256, size FROM journal"
+                " WHERE run_id = %s AND item = 'checkpoint' ORDER BY seq DESC LIMIT 1",
+                (run_id,),
+            ).fetchone()
+            if row is None:
+                self._require_run(conn, run_id)
+        return None if row is None else CheckpointMeta(*row)
+
+    def stored_bytes(self, run_id: str | None = None) -> int:
+        with self._connection() as conn:
+            if run_id is None:
+                row = conn.execute(_STORED_BYTES_ALL).fetchone()
+            else:
+                row = conn.execute(_STORED_BYTES_RUN, {"run_id": run_id}).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # --- internals ---
+
+    def _encoder(self, nodes: dict[str, bytes]) -> Callable[[JSON], str]:
+        """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
+
+        def cut(value: JSON) -> str:
+            text, new = encode_text(value, known=self._known, memo=self._memo)
+            nodes.update(new)
+            return text
+
+        return cut
+
+    def _insert_nodes(self, conn: Connection, run_id: str, nodes: dict[str, bytes]) -> None:
+        if nodes:  # in hash order: two transactions storing the same nodes never deadlock
+            conn.cursor().executemany(
+                _INSERT_NODES, [(digest, nodes[digest], run_id) for digest in sorted(nodes)]
+            )
+
+    def _remember(self, nodes: dict[str, bytes]) -> None:
+        """Only after a commit succeeded: these nodes are stored, never cut again."""
+        if len(self._known) + len(nodes) > _KNOWN_LIMIT:
+            self._known.clear()
+        self._known.update(nodes)
+
+    def _require_run(self, conn: Connection, run_id: str) -> None:
+        if conn.execute("SELECT 1 FROM runs WHERE run_id = %s", (run_id,)).fetchone() is None:
+            raise unknown_run(run_id)
+
+    def _duplicate(self, run_id: str, ops: list[Row], exc: PlaitError) -> PlaitError:
+        """The E020 naming the first intent or result of ``ops`` whose key is taken."""
+        keyed = [(op[0], op[1]) for op in ops if op[0] in ("intent", "result")]
+        with self._connection() as conn:
+            stored = conn.execute(
+                "SELECT item, journal_key FROM journal WHERE run_id = %s"
+                " AND item IN ('intent', 'result') AND journal_key = ANY(%s)",
+                (run_id, [key for _, key in keyed]),
+            ).fetchall()
+        seen = {(item, key) for item, key in stored}
+        for item, key in keyed:
+            if (item, key) in seen:
+                article = "an" if item == "intent" else "a"
+                return PlaitError(
+                    "E020",
+                    f"storage error on {self.where}: run '{run_id}' already has {article}"
+                    f" {item} for journal key {key}",
+                )
+            seen.add((item, key))
+        return exc
+
+    def _storage_error(self, exc: psycopg.Error, context: str = "") -> PlaitError:
+        what = " ".join(str(exc).split()) or type(exc).__name__
+        if self._secret and len(self._secret) >= 3:
+            what = what.replace(self._secret, "***")
+        prefix = f"{context}: " if context else ""
+        return PlaitError("E020", f"storage error on {self.where}: {prefix}{what}")
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A pooled connection (autocommit); any psycopg error becomes PLAIT-E020."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise self._storage_error(exc) from exc
+
+
+class _NodeReader:
+    """Node bytes for ``decode``, fetched in batches: one round trip per tree level.
+
+    Nodes name their children by hash, so fetching one node also fetches every node its
+    bytes name, level after level. A 64-hex string in user data that happens to name a
+    node costs a read, never a wrong value: ``decode`` interprets, this only prefetches,
+    and every node's bytes are checked against their hash when ``decode`` asks for them.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._bytes: dict[str, bytes] = {}
+        self._absent: set[str] = set()
+        self._parsed: dict[str, JSON] = {}
+
+    def prefetch(self, payloads: Iterable[str]) -> None:
+        """Fetch every node the encoded payloads need, and the nodes those need."""
+        self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)})
+
+    def decode(self, payload: str) -> JSON:
+        return decode(loads(payload), self._node, cache=self._parsed)
+
+    def _node(self, digest: str) -> bytes:
+        data = self._bytes.get(digest)
+        if data is None and digest not in self._absent:
+            self._fetch({digest})
+            data = self._bytes.get(digest)
+        if data is None:
+            raise ChunkError(f"node {digest} is missing")
+        if sha256_hex(data) != digest:
+            raise ChunkError(f"sha256 mismatch in node {digest}")
+        return data
+
+    def _fetch(self, wanted: set[str]) -> None:
+        wanted -= self._bytes.keys() | self._absent
+        while wanted:
+            batch = sorted(wanted)
+            found: dict[str, bytes] = {}
+            for start in range(0, len(batch), _FETCH_BATCH):
+                rows = self._conn.execute(
+                    "SELECT hash, data FROM nodes WHERE hash = ANY(%s)",
+                    (batch[start : start + _FETCH_BATCH],),
+                ).fetchall()
+                found.update((name, bytes(data)) for name, data in rows)
+            self._bytes.update(found)
+            self._absent |= wanted - found.keys()
+            wanted = {
+                name.decode("ascii") for data in found.values() for name in _NODE_NAME.findall(data)
+            }
+            wanted -= self._bytes.keys() | self._absent
+
+
+def _configure(conn: Connection) -> None:
+    """Every connection commits durably, whatever the server's or role's default."""
+    conn.execute("SET synchronous_commit = on")
+
+
+def _never_dead(owner: LeaseOwner) -> bool:
+    """A claimant cannot see other processes: only free or expired leases are claimed."""
+    return True
+
+
+def _lease_row(values: Sequence[Any]) -> LeaseRow | None:
+    """(host, pid, started_ms, token, expires_ms) -> LeaseRow; None when no lease row."""
+    host, pid, started_ms, token, expires_ms = values
+    if token is None:
+        return None
+    holder = None if host is None else LeaseOwner(host, pid, started_ms)
+    return LeaseRow(holder, token, expires_ms)
+
+
+def _describe(url: str) -> tuple[str, str]:
+    """``postgresql://host[:port]/db`` for messages (never user or password), and the password.
+
+    Falls back to a plain URL split when libpq cannot parse ``url``, so even a bad
+    connection string gets a readable, password-free name.
+    """
+    try:
+        params = conninfo_to_dict(url)
+        host, port, db = (str(params.get(k) or "") for k in ("host", "port", "dbname"))
+        secret = str(params.get("password") or "")
+    except psycopg.Error:
+        try:
+            parts = urlsplit(url)
+            host, db, secret = parts.hostname or "", parts.path.lstrip("/"), parts.password or ""
+        except ValueError:
+            return "postgresql://(unparsable URL)", ""
+        try:
+            port = str(parts.port or "")
+        except ValueError:
+            port = ""
+    return f"postgresql://{host}{':' + port if port else ''}/{db}", secret

@@ -1,0 +1,310 @@
+"""What only the PostgreSQL back end promises: its URLs, its errors, its migrations, its workers.
+
+The Store contract itself is the conformance suite (test_store_conformance.py), which runs
+against PostgreSQL too; these tests need the server from tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from plait.core.errors import PlaitError
+from plait.store import LeaseOwner, RecordWrite, RunInfo, StatusWrite, Store, open_store
+
+try:
+    import psycopg
+
+    from plait.store.postgres import PostgresStore
+    from plait.store.postgres_schema import SCHEMA_VERSION
+except ImportError as missing:  # the optional extra plait[postgres] is not installed
+    if os.environ.get("PLAIT_REQUIRE_POSTGRES") == "1":
+        raise
+    pytest.skip(f"PostgreSQL tests need psycopg: {missing}", allow_module_level=True)
+
+WORKER_A = LeaseOwner("host-a", 1, 1)
+WORKER_B = LeaseOwner("host-b", 2, 2)
+TTL = 30_000
+
+
+def error_of(action: Callable[[], object]) -> PlaitError:
+    with pytest.raises(PlaitError) as caught:
+        action()
+    return caught.value
+
+
+def queued(store: Store, run_id: str, created_ms: int = 1, status: str = "queued") -> None:
+    store.create_run(RunInfo(run_id, "wf", status, "alice", None, created_ms, created_ms), {"m": 1})
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(postgres_url)
+    yield store
+    store.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# --- opening ---
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1/db?no_such_option=1",
+        "postgresql://127.0.0.1:notaport/db",
+        "postgresql://[::1/db",
+    ],
+)
+def test_a_bad_connection_string_is_e020_at_open(url: str) -> None:
+    error = error_of(lambda: PostgresStore(url))
+    assert error.code == "E020"
+    assert str(error).startswith("PLAIT-E020 storage error on postgresql://")
+
+
+def test_an_unreachable_port_is_e020_at_once_and_never_shows_the_password() -> None:
+    port = free_port()
+    url = f"postgresql://plait:Sekr3t-pw@127.0.0.1:{port}/plait"
+    started = time.monotonic()
+    error = error_of(lambda: open_store(url))
+    assert time.monotonic() - started < 5
+    assert error.code == "E020"
+    message = str(error)
+    assert message.startswith(f"PLAIT-E020 storage error on postgresql://127.0.0.1:{port}/plait: ")
+    assert "cannot connect" in message and "Sekr3t" not in message
+
+
+def test_a_server_that_does_not_answer_gives_up_after_connect_timeout() -> None:
+    started = time.monotonic()
+    error = error_of(lambda: PostgresStore("postgresql://10.255.255.1/plait?connect_timeout=1"))
+    assert error.code == "E020"
+    assert time.monotonic() - started < 4
+
+
+def with_login(url: str, user: str, password: str) -> str:
+    parts = urlsplit(url)
+    netloc = f"{user}:{password}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+def test_a_refused_login_is_e020_without_the_password(postgres_url: str) -> None:
+    error = error_of(lambda: PostgresStore(with_login(postgres_url, "no_such_role", "Hunter22")))
+    assert error.code == "E020"
+    assert "no_such_role" in str(error) and "Hunter22" not in str(error)
+
+
+def test_repr_and_messages_name_host_and_database_only(postgres_url: str) -> None:
+    parts = urlsplit(postgres_url)
+    user = parts.username or "postgres"
+    store = PostgresStore(with_login(postgres_url, user, "whatever-pw"))  # trust: ignored
+    try:
+        port = f":{parts.port}" if parts.port else ""
+        assert store.where == f"postgresql://{parts.hostname}{port}{parts.path}"
+        assert "whatever-pw" not in repr(store) and f"{user}@" not in repr(store)
+    finally:
+        store.close()
+
+
+def test_open_store_routes_both_schemes(postgres_url: str) -> None:
+    for url in (postgres_url, "postgres://" + postgres_url.split("://", 1)[1]):
+        store = open_store(url, durability="strict")
+        assert isinstance(store, PostgresStore) and store.durability == "strict"
+        store.close()
+
+
+def test_an_unknown_durability_or_pool_size_is_e020(postgres_url: str) -> None:
+    assert error_of(lambda: PostgresStore(postgres_url, durability="paranoid")).code == "E020"
+    assert error_of(lambda: PostgresStore(postgres_url, pool_size=0)).code == "E020"
+
+
+@pytest.mark.parametrize("durability", ["normal", "strict"])
+def test_commits_are_synchronous_in_every_durability(
+    postgres: Any, postgres_url: str, durability: str
+) -> None:
+    """Even when the URL (or the role, or the server) turns synchronous_commit off."""
+    url = postgres.with_options(postgres_url, "synchronous_commit=off")
+    store = PostgresStore(url, durability=durability)
+    try:
+        with store._connection() as conn:
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+    finally:
+        store.close()
+
+
+def test_a_closed_store_is_e020(pg: PostgresStore) -> None:
+    pg.close()
+    assert error_of(lambda: pg.list_runs()).code == "E020"
+
+
+# --- schema ---
+
+
+def test_an_empty_database_is_migrated(postgres: Any) -> None:
+    with postgres.new_database() as url:
+        PostgresStore(url).close()
+        again = PostgresStore(url)  # a migrated database opens unchanged
+        try:
+            queued(again, "r1")
+            assert again.get_run("r1").status == "queued"
+        finally:
+            again.close()
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT version FROM schema_version").fetchall() == [
+                (SCHEMA_VERSION,)
+            ]
+            tables = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                ).fetchall()
+            }
+        assert tables == {"schema_version", "runs", "manifests", "journal", "nodes", "leases"}
+
+
+def test_a_schema_newer_than_the_code_is_e020_worded_like_sqlite(postgres_url: str) -> None:
+    PostgresStore(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION + 3,))
+    error = error_of(lambda: PostgresStore(postgres_url))
+    assert error.code == "E020"
+    assert str(error).endswith(
+        f": database schema version {SCHEMA_VERSION + 3} is newer than this plait"
+        f" ({SCHEMA_VERSION}); upgrade plait"
+    )
+
+
+def test_processes_opening_an_empty_database_at_once_migrate_it_once(postgres_url: str) -> None:
+    barrier = threading.Barrier(6)
+    failures: list[BaseException] = []
+
+    def open_one() -> None:
+        barrier.wait()
+        try:
+            PostgresStore(postgres_url, pool_size=1).close()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+
+
+# --- concurrency ---
+
+
+def test_concurrent_commits_to_one_run_take_consecutive_seqs(postgres_url: str) -> None:
+    store = PostgresStore(postgres_url, pool_size=4)
+    try:
+        queued(store, "r1", status="running")
+
+        def write(n: int) -> None:
+            for i in range(25):
+                store.commit("r1", None, [RecordWrite("clock", {"t": n, "i": i})])
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        records = store.load_journal("r1").records
+        assert [r.seq for r in records] == list(range(1, 101))
+        for n in range(4):  # each writer's records in its own order
+            assert [r.body["i"] for r in records if r.body["t"] == n] == list(range(25))
+    finally:
+        store.close()
+
+
+def test_claim_takes_free_and_expired_leases_oldest_first(pg: PostgresStore) -> None:
+    queued(pg, "new", created_ms=3)
+    queued(pg, "old", created_ms=1)
+    queued(pg, "parked", created_ms=0, status="parked")
+    queued(pg, "held", created_ms=2)
+    held = pg.acquire_lease("held", WORKER_B, 0, TTL, lambda owner: True)
+    assert pg.claim_leases(WORKER_A, 10, TTL, limit=5) == [("old", 1), ("new", 1)]
+    assert pg.claim_runnable(WORKER_A, 10, TTL, limit=5) == []  # all leased now
+    assert pg.claim_runnable(WORKER_A, TTL, TTL, statuses=("parked",)) == ["parked"]
+    # at TTL the first claims and "held" expire; the claimant gets newer tokens
+    assert pg.claim_leases(WORKER_B, TTL + 10, TTL, limit=5) == [
+        ("old", 2),
+        ("held", held + 1),
+        ("new", 2),
+    ]
+
+
+def test_a_claimed_lease_fences_writes_like_an_acquired_one(pg: PostgresStore) -> None:
+    queued(pg, "r1")
+    [(run_id, token)] = pg.claim_leases(WORKER_A, 0, TTL)
+    pg.commit(run_id, token, [StatusWrite("running", None, 1), RecordWrite("clock", {"ms": 1})])
+    assert error_of(lambda: pg.acquire_lease("r1", WORKER_B, 1, TTL, lambda o: True)).code == "E021"
+    pg.release_lease(run_id, token)
+    assert error_of(lambda: pg.commit(run_id, token, [RecordWrite("c", {})])).code == "E021"
+    assert pg.claim_runnable(WORKER_B, 2, TTL, statuses=("running",)) == ["r1"]
+
+
+def test_claim_skips_a_run_another_transaction_holds_instead_of_waiting(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    queued(pg, "busy", created_ms=1)
+    queued(pg, "idle", created_ms=2)
+    with psycopg.connect(postgres_url) as other:  # a transaction holding the run row
+        other.execute("SELECT 1 FROM runs WHERE run_id = 'busy' FOR UPDATE")
+        started = time.monotonic()
+        assert pg.claim_runnable(WORKER_A, 0, TTL, limit=2) == ["idle"]
+        assert pg.claim_runnable(WORKER_A, 0, TTL) == []
+        assert time.monotonic() - started < 2
+        other.rollback()
+    assert pg.claim_runnable(WORKER_A, 0, TTL) == ["busy"]
+
+
+def test_two_workers_claiming_at_once_never_claim_a_run_twice(postgres_url: str) -> None:
+    setup = PostgresStore(postgres_url)
+    for i in range(60):
+        queued(setup, f"r{i:02}", created_ms=i)
+    setup.close()
+    barrier = threading.Barrier(2)
+    claimed: dict[str, list[str]] = {"a": [], "b": []}
+    failures: list[BaseException] = []
+
+    def work(name: str, owner: LeaseOwner, limit: int) -> None:
+        store = PostgresStore(postgres_url, pool_size=1)  # its own connections, like a process
+        try:
+            barrier.wait()
+            while True:
+                got = store.claim_runnable(owner, 0, TTL, limit=limit)
+                if not got:
+                    return
+                claimed[name].extend(got)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            store.close()
+
+    threads = [
+        threading.Thread(target=work, args=("a", WORKER_A, 1)),
+        threading.Thread(target=work, args=("b", WORKER_B, 3)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    both = claimed["a"] + claimed["b"]
+    assert sorted(both) == [f"r{i:02}" for i in range(60)]  # every run, none twice
+    assert len(set(claimed["a"]) & set(claimed["b"])) == 0
