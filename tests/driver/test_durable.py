@@ -209,3 +209,11 @@ def test_a_long_run_renews_its_lease_and_a_stale_driver_cannot_write(tmp_path):
         rt.store.commit("long", token - 1, [])
     assert err.value.code == "E021"
     rt.close()
+
+
+def test_a_run_started_from_python_verifies_from_its_manifest_alone(runtime, tmp_path):
+    result = runtime.run_sync(loop_workflow(), {"n": 0})
+    # A new process with no workflow object, no file, no tool module: the manifest suffices.
+    with Runtime(f"sqlite:///{tmp_path}/plait.db", principal="someone") as other:
+        report = other.verify(result.run_id)
+    assert report.verified and report.up_to == "terminal"

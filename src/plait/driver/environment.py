@@ -14,7 +14,7 @@ import jsonschema
 
 from plait.core.canonical import JSON
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
-from plait.governance import Flow, flow_from_dict
+from plait.governance import flow_from_dict
 from plait.tools.python import input_schema
 
 if TYPE_CHECKING:
@@ -53,33 +53,51 @@ def _validator(schemas: Mapping[str, Mapping[str, Any]]) -> Callable[[str, JSON]
 
 
 def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
-    """The core's environment for ``workflow`` (plan, executors, budgets, validators, knobs)."""
-    llm = dict(workflow.llm or {})
+    """The core's environment for ``workflow``: the same one its pinned manifest gives."""
+    return env_from_manifest(workflow.to_manifest(), tool_schemas(workflow), budgets)
+
+
+def env_from_manifest(
+    manifest: Mapping[str, Any],
+    schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    budgets: Budgets | None = None,
+) -> StepEnv:
+    """The environment a run's pinned definition gives (``Workflow.to_manifest()`` shape).
+
+    This is what verify uses: no workflow file, no tool module, no model is needed.
+    ``schemas``: the tools' input schemas pinned at start (declared ones are in the
+    manifest's tool entries already).
+    """
+    from plait.workflow import manifest_executors, manifest_plan
+
+    llm = dict(manifest.get("llm") or {})
     max_tokens = int(llm.get("max_tokens", DEFAULT_LLM_MAX_TOKENS))
+    executors = manifest_executors(manifest)
     response_schemas = {
-        node.id: node.response_schema for node in workflow.nodes if node.response_schema is not None
+        node["id"]: executor.spec["response_schema"]
+        for node, executor in zip(manifest["nodes"], executors, strict=True)
+        if executor.kind == "abstract" and executor.spec.get("response_schema") is not None
     }
+    flows = {
+        node["id"]: flow_from_dict(executor.spec["flow"])
+        for node, executor in zip(manifest["nodes"], executors, strict=True)
+        if executor.kind == "abstract" and executor.spec.get("flow") is not None
+    }
+    tools: Mapping[str, Mapping[str, Any]] = manifest.get("tools", {})
+    pinned = {n: t["input_schema"] for n, t in tools.items() if t.get("input_schema") is not None}
+    pinned.update(schemas or {})
     reserve_usd = None
-    model = llm.get("model")
-    if model:
+    if llm.get("model"):
         from plait.models.prices import reserve_usd_micros
 
-        reserve_usd = reserve_usd_micros(str(model), max_tokens, llm.get("prices"))
-    flows = {}
-    for node in workflow.nodes:
-        if node.kind == "abstract" and node.flow is not None:
-            flows[node.id] = node.flow if isinstance(node.flow, Flow) else flow_from_dict(node.flow)
-    tools = workflow.tools
+        reserve_usd = reserve_usd_micros(str(llm["model"]), max_tokens, llm.get("prices"))
     return StepEnv(
-        flows=flows,
-        approval_tools=frozenset(n for n in tools if tools[n].approval),
-        deferred_tools=frozenset(n for n in tools if tools[n].deferred),
-        plan=workflow.plan(),
-        executors=workflow.executors(),
-        budgets=budgets or workflow.to_budgets(),
-        validate_args=_validator(tool_schemas(workflow)),
+        plan=manifest_plan(manifest),
+        executors=executors,
+        budgets=budgets or Budgets.from_json(manifest.get("budgets", {})),
+        validate_args=_validator(pinned),
         validate_response=_validator(response_schemas),
-        ask_ttl_sec=(workflow.asks or {}).get("ttl_s"),
+        ask_ttl_sec=(manifest.get("asks") or {}).get("ttl_s"),
         llm_reserve_tokens=max_tokens,
         llm_reserve_usd_micros=reserve_usd,
         max_effects_per_attempt=int(
@@ -87,4 +105,7 @@ def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
         ),
         llm_tool_result_chars=llm.get("tool_result_chars"),
         llm_context_tokens=llm.get("context_tokens"),
+        flows=flows,
+        approval_tools=frozenset(n for n in sorted(tools) if tools[n].get("approval")),
+        deferred_tools=frozenset(n for n in sorted(tools) if tools[n].get("deferred")),
     )

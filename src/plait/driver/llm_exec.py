@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from plait.core.canonical import dumps
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
@@ -22,9 +23,21 @@ if TYPE_CHECKING:
     from plait.workflow import Workflow
 
 SUMMARIZE = (
-    "Summarize the conversation above in a few sentences so that it can replace it: keep every"
-    " fact, decision, tool result and open question the rest of the task needs."
+    "Summarize the conversation you are given (one transcript entry per line) in a few"
+    " sentences so that it can replace it: keep every fact, decision, tool result and open"
+    " question the rest of the task needs."
 )
+
+
+def summarizer_messages(entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The folded entries as ONE user message, the request of a summarizer effect.
+
+    A fold range starts with an assistant entry and holds tool calls with their results;
+    sent as a conversation, providers refuse it (Anthropic: the first message must be the
+    user's) or carry on with the task instead of summarizing it.
+    """
+    lines = "\n".join(dumps(entry) for entry in entries)
+    return ({"role": "user", "content": f"The conversation to summarize:\n{lines}"},)
 
 
 class LlmRunner:
@@ -76,8 +89,9 @@ class LlmRunner:
 
         value: Mapping[str, Any] = dispatch.input
         folding = "fold" in value
+        entries = tuple(value.get("messages", ()))
         request = ModelRequest(
-            messages=tuple(value.get("messages", ())),
+            messages=summarizer_messages(entries) if folding else entries,
             tools=()
             if folding
             else tuple(self._specs[n] for n in value.get("tools", ()) if n in self._specs),

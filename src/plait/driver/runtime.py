@@ -32,7 +32,7 @@ from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
 from plait.driver.dispatcher import ChildRunner, Dispatcher, dispatcher_for
 from plait.driver.durable import DurableJournal
-from plait.driver.environment import make_env
+from plait.driver.environment import env_from_manifest, make_env, tool_schemas
 from plait.driver.feeds import FEED
 from plait.driver.inprocess import new_run_id
 from plait.driver.inspect_run import show, trace
@@ -131,6 +131,32 @@ class Runtime:
         parent: str | None = None,
     ) -> RunResult:
         """Start a new run and drive it until it finishes or parks."""
+        run_id, workflow, now = await self._create(workflow, input, run_id, parent, "running")
+        return await self._drive(run_id, workflow, [ClockReading(now), Start(input)])
+
+    async def enqueue(
+        self, workflow: Workflow, input: Any = None, *, run_id: str | None = None
+    ) -> RunResult:
+        """Create a ``queued`` run for a worker to drive (``plait run --detach``); drive nothing.
+
+        The run gets its manifest as ``start`` writes it; a worker claims it and drives it
+        from ``Start(input)``, as ``resume`` does a run without a checkpoint.
+        """
+        run_id, _, _ = await self._create(workflow, input, run_id, None, "queued")
+        notify = getattr(self.store, "notify_runnable", None)
+        if notify is not None:
+            notify(run_id)
+        return show(self.store, run_id)
+
+    async def _create(
+        self,
+        workflow: Workflow,
+        input: Any,
+        run_id: str | None,
+        parent: str | None,
+        status: str,
+    ) -> tuple[str, Workflow, int]:
+        """Validate, pin and write a new run with ``status``: (run id, pinned workflow, now)."""
         workflow.plan()  # validate before anything is written
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
         workflow = with_catalogue(workflow, catalogue)
@@ -146,24 +172,34 @@ class Runtime:
         }
         if catalogue:
             manifest["mcp_catalogue"] = catalogue
-        info = RunInfo(run_id, workflow.name, "running", self.principal, parent, now, now)
+        manifest["tool_schemas"] = tool_schemas(workflow)  # verify needs no tool module
+        info = RunInfo(run_id, workflow.name, status, self.principal, parent, now, now)
         self.store.create_run(info, manifest)
-        return await self._drive(run_id, workflow, [ClockReading(now), Start(input)])
+        return run_id, workflow, now
 
-    async def resume(self, run_id: str, *, workflow: Workflow | None = None) -> RunResult:
-        """Continue a run from its last checkpoint; a finished run reports its outcome again."""
+    async def resume(
+        self, run_id: str, *, workflow: Workflow | None = None, token: int | None = None
+    ) -> RunResult:
+        """Continue a run from its last checkpoint; a finished run reports its outcome again.
+
+        ``token``: a lease this process already holds on the run (a worker's claim); the
+        drive writes under it instead of acquiring one, and releases it at the end. When
+        no drive happens (a finished run, an error before driving) the caller releases it.
+        """
         manifest = self._manifest(run_id)
         workflow = pinned_workflow(manifest, workflow)
         meta = self.store.latest_checkpoint(run_id)
         now = self.clock()
         if meta is None:
             events: list[Event] = [ClockReading(now), Start(manifest["input"])]
-            return await self._drive(run_id, workflow, events, resume_from=None)
+            return await self._drive(run_id, workflow, events, resume_from=None, token=token)
         state = self._state_at(run_id, meta.seq)
         events = [ClockReading(now), *self._unfed_events(run_id)]
         if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
             return RunResult.of(state)
-        return await self._drive(run_id, workflow, events, resume_from=meta.seq, state=state)
+        return await self._drive(
+            run_id, workflow, events, resume_from=meta.seq, state=state, token=token
+        )
 
     async def _drive(
         self,
@@ -173,11 +209,13 @@ class Runtime:
         *,
         resume_from: int | bool | None = False,
         state: SchedulerState | None = None,
+        token: int | None = None,
     ) -> RunResult:
         """Drive under a lease. ``resume_from``: False for a new run, else the checkpoint
-        seq the state was restored from (None: no checkpoint, the run restarts)."""
+        seq the state was restored from (None: no checkpoint, the run restarts).
+        ``token``: a lease already held (a worker's claim), else one is acquired here."""
         manifest = self._manifest(run_id)
-        env = make_env(workflow, self._budgets(run_id, workflow))
+        env = make_env(workflow, self._budgets(run_id))
         if state is None:
             state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
         elif state.run_id != run_id:
@@ -190,7 +228,12 @@ class Runtime:
             )
         ttl = _lease_ttl()
         now = self.clock()
-        token = self.store.acquire_lease(run_id, this_process(), now, ttl, owner_alive)
+        if token is None:
+            token = self.store.acquire_lease(run_id, this_process(), now, ttl, owner_alive)
+            if resume_from is not False:
+                self._set_wake(run_id, None, replace=True)  # this drive settles what is due
+        if resume_from is None and self.store.get_run(run_id).status == "queued":
+            self.store.commit(run_id, token, [StatusWrite("running", None, now)])
         existing = self.store.load_journal(run_id) if resume_from is not False else None
         journal = DurableJournal(
             self.store,
@@ -224,12 +267,46 @@ class Runtime:
                 result.asks = self.asks(run_id)  # its own and its children's (§3.9)
             journal.status(state)
             journal.commit()
+            if result.status == "parked":  # when a worker should drive it on (§8 timers)
+                self._set_wake(run_id, self._wake_time(state))
         finally:
             if tools is not None:
                 await tools.aclose()  # stops the drive's MCP servers
             self.store.release_lease(run_id, token)
         result.redelivered = len(journal.redelivered)
         return result
+
+    # --- wake times: when a worker should drive a parked run on (§11) ------------------
+
+    def _set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
+        """Record the run's wake time on stores that keep one (the earlier one wins)."""
+        set_wake = getattr(self.store, "set_wake", None)
+        if set_wake is not None and (replace or wake_ms is not None):
+            set_wake(run_id, wake_ms, replace=replace)
+
+    def _wake_time(self, state: SchedulerState) -> int | None:
+        """The earliest of a parked run's timers, ask expiries and children's wake times."""
+        wake_of = getattr(self.store, "wake_of", None)
+        times: list[int] = []
+        for entry in state.pending_asks.values():
+            if "wake_ms" in entry:
+                times.append(int(entry["wake_ms"]))
+            ask = entry.get("ask")
+            if isinstance(ask, dict) and ask.get("expires_at") is not None:
+                times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
+            if "child" in entry and wake_of is not None:
+                key = JournalKey.from_json(entry["key"])
+                child = wake_of(child_run_id(key.run_id, key))
+                if child is not None:
+                    times.append(int(child))
+        return min(times, default=None)
+
+    def _wake_root(self, run_id: str) -> None:
+        """Something was journaled for ``run_id``: its top-level run is due now."""
+        root = self.store.get_run(run_id)
+        while root.parent_run_id is not None:
+            root = self.store.get_run(root.parent_run_id)
+        self._set_wake(root.run_id, self.clock())
 
     # --- commands from outside the driver -----------------------------------------
 
@@ -239,6 +316,7 @@ class Runtime:
         body = {"by": by or self.principal, "reason": reason}
         for target in [run_id, *self._descendants(run_id)]:
             self.store.commit(target, None, [RecordWrite("cancel", body)])
+        self._wake_root(run_id)
 
     # --- subgraphs (§3.9) ---------------------------------------------------------
 
@@ -302,6 +380,7 @@ class Runtime:
         """Journal a manifest supersession with raised ceilings (fed as BudgetRaised on resume)."""
         self.store.get_run(run_id)
         self.store.commit(run_id, None, [RecordWrite("budget_raise", raised)])
+        self._wake_root(run_id)
 
     async def fork(
         self,
@@ -377,11 +456,15 @@ class Runtime:
     def verify(self, run_id: str, *, workflow: Workflow | None = None) -> VerifyReport:
         """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
         manifest = self._manifest(run_id)
+        # Verify starts from the ceilings pinned at start; raises apply where they were fed.
+        budgets = self._budgets(run_id, raised=False)
+        if workflow is None and "tool_schemas" in manifest:
+            # Everything verify needs is pinned: no workflow file, tool module or model.
+            env = env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
+            return verify_run(self.store, run_id, env)
         if workflow is None and manifest.get("source") is None:
             raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
         workflow = pinned_workflow(manifest, workflow)
-        # Verify starts from the ceilings pinned at start; raises apply where they were fed.
-        budgets = self._budgets(run_id, workflow, raised=False)
         return verify_run(self.store, run_id, make_env(workflow, budgets))
 
     def show(self, run_id: str) -> RunResult:
@@ -394,10 +477,10 @@ class Runtime:
         manifests = self.store.manifests(run_id)
         return dict(manifests[0])
 
-    def _budgets(self, run_id: str, workflow: Workflow, *, raised: bool = True) -> Budgets:
+    def _budgets(self, run_id: str, *, raised: bool = True) -> Budgets:
         """The run's ceilings: pinned at start, plus every journaled raise when ``raised``."""
         manifest = self._manifest(run_id)
-        budgets = workflow.to_budgets().to_json()
+        budgets = dict(manifest["workflow"].get("budgets") or {})
         budgets.update(manifest.get("budgets_override") or {})
         if raised:
             for record in self.store.load_journal(run_id).records:
@@ -469,7 +552,7 @@ class Runtime:
                 if any(a["ask_id"] == ask_id for a in pending_asks(self.store, child)):
                     owner = child
                     break
-        return respond(
+        accepted = respond(
             self.store,
             owner,
             ask_id,
@@ -480,6 +563,8 @@ class Runtime:
             approve=approve,
             reason=reason,
         )
+        self._wake_root(owner)
+        return accepted
 
     def asks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """What waits for a human: pending asks of one run (and its children), or of all."""

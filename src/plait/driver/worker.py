@@ -1,0 +1,349 @@
+"""Workers: claim runnable runs from a shared store and drive them (ARCHITECTURE.md §11, §5.7).
+
+``plait worker`` runs one ``Worker``. Theory of operation:
+
+- **Claiming.** The main thread claims up to ``concurrency`` runs at a time with the
+  store's ``claim_work`` (PostgreSQL: ``FOR UPDATE SKIP LOCKED``; SQLite: one ``BEGIN
+  IMMEDIATE``): queued runs, running runs whose lease expired or was given up (a killed
+  worker), and parked runs whose wake time has come (an answer, an expired ask, a due
+  timer, a cancel or a budget raise; ``Runtime`` records wake times). Only top-level
+  runs are claimed: a child run is driven by its parent's drive. The claim takes each
+  lease and returns its fencing token in the same transaction.
+- **Driving.** Each claimed run is driven in a thread of its own (its own event loop)
+  by ``Runtime.resume(run_id, token=...)``: the drive writes under the claimed token,
+  which every journal write checks in its own transaction (a worker whose lease was
+  taken over stops with PLAIT-E021 and writes nothing), and releases the lease when the
+  run finishes or parks. Threads keep one run's blocking tools from stalling the others.
+- **Leases.** The drive renews its lease as the journaled clock advances; the worker
+  also renews every in-flight lease every TTL/3 of real time, so a long tool call keeps
+  its lease while the worker lives. A killed worker's leases lapse after the TTL and
+  another worker takes the runs over; the in-flight effects are redelivered once, with
+  the same idempotency keys.
+- **Waking.** On PostgreSQL a listener thread waits on ``LISTEN plait_runs`` (enqueue,
+  respond, cancel and raise-budget notify), so an idle worker claims new work at once;
+  every ``poll_ms`` it claims anyway (timers, expired leases, a lost notification).
+  SQLite has no notifications: workers on a file poll.
+- **Stopping.** ``stop()`` (SIGTERM) stops claiming; the drives in flight go on until
+  their runs finish or park (a drive is not interrupted between waves: stopping there
+  would leave intents committed but not dispatched, which the next driver would have to
+  redeliver), then ``run`` returns. ``once`` drains: the worker returns when nothing is
+  claimable and nothing is in flight.
+- **Failures.** A drive that fails (PLAIT-E021 lease lost, E010 a run started from
+  Python, which has no file to load, E008, a storage error) is reported and its run is
+  not claimed again by this worker for a back-off (2, 4, ... 60 s; never again with
+  ``once``); other workers may try it.
+
+The clock is the runtime's (``PLAIT_NOW_MS`` pins it), the lease TTL ``PLAIT_LEASE_TTL_MS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from plait.core.errors import PlaitError
+from plait.driver.owner import this_process
+from plait.driver.runtime import Runtime, _lease_ttl
+from plait.store.records import LeaseOwner
+
+if TYPE_CHECKING:
+    from plait.workflow import Workflow
+
+DEFAULT_POLL_MS = 1000
+MAX_BACKOFF_S = 60.0
+_LISTEN_SLICE_S = 0.5  # the listener thread checks for shutdown this often
+
+
+class WorkStore(Protocol):
+    """What a worker needs from a store beyond ``Store`` (both back ends have it)."""
+
+    def claim_work(
+        self,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        limit: int = 1,
+        exclude: Any = (),
+    ) -> list[tuple[str, int]]: ...
+
+    def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None: ...
+
+    def release_lease(self, run_id: str, token: int) -> None: ...
+
+    def manifests(self, run_id: str) -> list[Any]: ...
+
+
+class Listener(Protocol):
+    def wait(self, timeout_s: float) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class WorkerReport:
+    """What one worker did: runs driven (by the status each drive ended in) and errors."""
+
+    owner: LeaseOwner
+    statuses: Counter[str] = field(default_factory=Counter)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    redelivered: int = 0
+    stopped: str = "drained"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "worker": {"host": self.owner.host, "pid": self.owner.pid},
+            "driven": sum(self.statuses.values()) + len(self.errors),
+            "statuses": dict(sorted(self.statuses.items())),
+            "redelivered": self.redelivered,
+            "errors": self.errors,
+            "stopped": self.stopped,
+        }
+
+
+@dataclass
+class _Claim:
+    run_id: str
+    token: int
+
+
+class Worker:
+    """Claims runnable runs of ``runtime``'s store and drives up to ``concurrency`` at once."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        concurrency: int = 4,
+        poll_ms: int = DEFAULT_POLL_MS,
+        once: bool = False,
+        log: Callable[[str], None] | None = None,
+        owner: LeaseOwner | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise PlaitError("E019", f"--concurrency must be at least 1, not {concurrency}")
+        if poll_ms < 1:
+            raise PlaitError("E019", f"--poll-ms must be at least 1, not {poll_ms}")
+        store = runtime.store
+        if not hasattr(store, "claim_work"):
+            raise PlaitError("E020", f"the store {store!r} cannot hand out work to workers")
+        self.runtime = runtime
+        self.store: WorkStore = store  # type: ignore[assignment]
+        self.concurrency = concurrency
+        self.poll_s = poll_ms / 1000
+        self.once = once
+        self.owner = owner or this_process()
+        self.ttl_ms = _lease_ttl()
+        self.report = WorkerReport(self.owner)
+        self._log = log or (lambda line: None)
+        self._wakeup = threading.Event()
+        self._stopping = threading.Event()
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
+        self._in_flight: dict[Future[Any], _Claim] = {}
+        self._failures: dict[str, tuple[int, float]] = {}  # run id -> (count, retry at)
+        self._lost: set[tuple[str, int]] = set()
+        self._workflows: dict[tuple[str, int, int], Workflow] = {}
+        self._load_lock = threading.Lock()
+
+    # --- control ---
+
+    def stop(self) -> None:
+        """Stop claiming; ``run`` returns once the drives in flight have finished or parked."""
+        if not self._stopping.is_set():
+            self.report.stopped = "signal"
+        self._stopping.set()
+        self._wakeup.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    # --- the loop ---
+
+    def run(self) -> WorkerReport:
+        """Claim and drive until stopped (or, with ``once``, until nothing is claimable)."""
+        listener = self._listener()
+        listening: threading.Thread | None = None
+        if listener is not None:
+            listening = threading.Thread(
+                target=self._listen, args=(listener,), name="plait-listen", daemon=True
+            )
+            listening.start()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="plait-drive")
+        renewed_at = time.monotonic()
+        try:
+            while True:
+                self._wakeup.clear()
+                self._reap()
+                if self._stopping.is_set():
+                    if not self._in_flight:
+                        break
+                    claimed = []
+                else:
+                    claimed = self._claim(pool)
+                if self.once and not claimed and not self._in_flight:
+                    break
+                if claimed and len(self._in_flight) < self.concurrency:
+                    continue  # there may be more to claim right away
+                if time.monotonic() - renewed_at >= self.ttl_ms / 3000:
+                    self._renew()
+                    renewed_at = time.monotonic()
+                self._wakeup.wait(min(self.poll_s, max(self.ttl_ms / 3000, 0.05)))
+        finally:
+            pool.shutdown(wait=True)
+            self._reap()
+            self._closing.set()
+            if listening is not None:
+                listening.join()
+            if listener is not None:
+                listener.close()
+        return self.report
+
+    def _claim(self, pool: ThreadPoolExecutor) -> list[_Claim]:
+        free = self.concurrency - len(self._in_flight)
+        if free <= 0:
+            return []
+        claims = [
+            _Claim(run_id, token)
+            for run_id, token in self.store.claim_work(
+                self.owner, self.runtime.clock(), self.ttl_ms, free, exclude=self._excluded()
+            )
+        ]
+        for claim in claims:
+            future = pool.submit(self._drive, claim)
+            self._in_flight[future] = claim
+            future.add_done_callback(lambda _: self._wakeup.set())
+        return claims
+
+    def _excluded(self) -> list[str]:
+        now = time.monotonic()
+        return sorted(
+            run_id
+            for run_id, (_, retry_at) in self._failures.items()
+            if self.once or retry_at > now
+        )
+
+    def _reap(self) -> None:
+        for future in [f for f in self._in_flight if f.done()]:
+            claim = self._in_flight.pop(future)
+            exc = future.exception()
+            if exc is None:
+                status, redelivered = future.result()
+                self.report.statuses[status] += 1
+                self.report.redelivered += redelivered
+                self._failures.pop(claim.run_id, None)
+                self._log(f"run {claim.run_id}: {status}")
+                continue
+            code = exc.code if isinstance(exc, PlaitError) else "internal"
+            message = exc.detail if isinstance(exc, PlaitError) else f"{type(exc).__name__}: {exc}"
+            self.report.errors.append(
+                {"run_id": claim.run_id, "code": f"PLAIT-{code}", "message": message}
+            )
+            count = self._failures.get(claim.run_id, (0, 0.0))[0] + 1
+            delay = min(MAX_BACKOFF_S, 2.0**count)
+            self._failures[claim.run_id] = (count, time.monotonic() + delay)
+            self._log(f"run {claim.run_id}: PLAIT-{code} {message}")
+
+    def _renew(self) -> None:
+        """Extend every in-flight lease (a long tool call keeps its run while we live)."""
+        now = self.runtime.clock()
+        for future, claim in list(self._in_flight.items()):
+            if future.done():
+                continue
+            try:
+                self.store.renew_lease(claim.run_id, claim.token, now, self.ttl_ms)
+            except PlaitError as exc:
+                if future.done() or (claim.run_id, claim.token) in self._lost:
+                    continue
+                self._lost.add((claim.run_id, claim.token))
+                self._log(f"run {claim.run_id}: {exc} (its next write will fail)")
+
+    # --- one drive, in a pool thread ---
+
+    def _drive(self, claim: _Claim) -> tuple[str, int]:
+        try:
+            workflow = self._workflow(claim.run_id)
+            result = asyncio.run(
+                self.runtime.resume(claim.run_id, workflow=workflow, token=claim.token)
+            )
+            return result.status, result.redelivered
+        finally:
+            # The drive released it already, unless it never started (a no-op then).
+            with contextlib.suppress(PlaitError):
+                self.store.release_lease(claim.run_id, claim.token)
+
+    def _workflow(self, run_id: str) -> Workflow | None:
+        """The run's workflow file, loaded once per version of the file and shared.
+
+        Loading imports the tools' modules, which briefly changes ``sys.path`` and
+        ``sys.stdout`` for the whole process: loads are serialized here. ``resume``
+        still checks the loaded definition against the one pinned at start (E010).
+        """
+        source = self.store.manifests(run_id)[0].get("source")
+        if not source:
+            return None  # resume says why (E010: started from Python)
+        from plait.workflow import load_workflow
+
+        with self._load_lock:
+            try:
+                stat = os.stat(source)
+            except OSError:
+                return None  # resume reports the missing file
+            key = (str(source), stat.st_mtime_ns, stat.st_size)
+            workflow = self._workflows.get(key)
+            if workflow is None:
+                workflow = load_workflow(Path(source))
+                self._workflows = {k: v for k, v in self._workflows.items() if k[0] != key[0]}
+                self._workflows[key] = workflow
+            return workflow
+
+    # --- notifications ---
+
+    def _listener(self) -> Listener | None:
+        listen = getattr(self.store, "listen", None)
+        if listen is None:
+            return None
+        try:
+            listener: Listener = listen()
+        except PlaitError as exc:
+            self._log(f"not listening for notifications ({exc}); polling")
+            return None
+        return listener
+
+    def _listen(self, listener: Listener) -> None:
+        while not self._closing.is_set():
+            try:
+                if listener.wait(_LISTEN_SLICE_S):
+                    self._wakeup.set()
+            except PlaitError as exc:
+                self._log(f"notifications lost ({exc}); polling every {self.poll_s:g} s")
+                return
+
+
+def collect_garbage(runtime: Runtime, older_than_ms: int) -> dict[str, Any]:
+    """Delete finished runs not updated for ``older_than_ms`` (``plait gc``).
+
+    Runs that are queued, running or parked, that a worker should wake, that hold a live
+    lease, or whose child runs are not all finished are never touched. A deleted run
+    takes its journal, manifests and lease along. Content-addressed payload nodes stay:
+    nodes are shared between runs (a value stored once is referenced by every run that
+    holds it) and every live store remembers which nodes exist so it never writes one
+    twice, so deleting a node that looks unreferenced could race a commit that is about
+    to reference it. Large values therefore outlive their runs until a sweep that stops
+    the workers (a later command); small values live inline in journal rows and go.
+    """
+    gc = getattr(runtime.store, "gc", None)
+    if gc is None:
+        raise PlaitError("E020", f"the store {runtime.store!r} cannot collect garbage")
+    now = runtime.clock()
+    deleted: list[str] = gc(now - older_than_ms, now)
+    return {"deleted": len(deleted), "runs": deleted}
