@@ -7,6 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import agent_loop
 import core_loop
 import durable_loop
 
@@ -15,6 +16,8 @@ def main() -> None:
     core_loop.main()
     print()
     durable_loop.main(sys.argv[1:])
+    print()
+    agent_loop.main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -239,11 +239,6 @@ def test_an_extra_model_call_would_fail_the_run(tmp_path: Path) -> None:
     assert "no response left" in turns[LLM_EFFECTS - 1]["failure"]["detail"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workflow checks (plait.workflow.checks._judge_llm) refuse a missing scripted file"
-    " with PLAIT-E004 whenever a workflow is planned, verify included",
-)
 def test_verify_passes_after_the_scripted_file_is_removed(tmp_path: Path) -> None:
     agent = Agent(tmp_path / "agent")
     done = agent.start()

@@ -63,7 +63,13 @@ def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
         if isinstance(result, dict) and SEND_KEY in result
     )
     for spawner, parent, result in spawners:
-        entries = result.pop(SEND_KEY)
+        # Never mutate a result: the journal holds the same object. Merge a copy without $send.
+        entries = result[SEND_KEY]
+        stripped = {k: v for k, v in result.items() if k != SEND_KEY}
+        if parent:
+            phase.send_results[parent] = stripped
+        else:
+            phase.results[spawner] = stripped
         problem = _problem(s, spawner, entries)
         start = state.spawn_counter.get(parent, 0)
         if problem is None and start + len(entries) - 1 > MAX_ORDINAL:

@@ -127,6 +127,15 @@ def _outcome(
                     'an approval is answered with {"approved": true|false, "reason"?: "..."}',
                 )
         return Completed({"approved": approve, "by": by, "reason": reason})
+    if approve is not None:
+        raise _refuse(
+            store,
+            run_id,
+            ask_id,
+            by,
+            "E028",
+            f"ask '{ask_id}' is not an approval: answer it with `plait respond --result`",
+        )
     if deny is not None:
         return Failed("UserAborted", f"denied by {by}: {deny}")
     schema = _output_schema(store, run_id, ask)

@@ -26,7 +26,8 @@ def show(store: Store, run_id: str) -> RunResult:
         context = value if isinstance(value, dict) else ({} if value is None else {"input": value})
         return RunResult(run_id, info.status, None, context, {}, [])
     state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
-    result = RunResult.of(state, [a["ask"] for a in state.pending_asks.values()])
+    asks = [entry["ask"] for _, entry in sorted(state.pending_asks.items()) if "ask" in entry]
+    result = RunResult.of(state, asks)
     if result.status == "running" and info.status != "running":
         result.status = info.status  # e.g. interrupted: the row knows better than the state
     return result

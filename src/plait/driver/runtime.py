@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ from plait.driver.verify import VerifyReport, verify_run
 from plait.driver.wave import Observer, RunResult, drive
 from plait.store import open_store
 from plait.store.base import Store
-from plait.store.records import CheckpointWrite, RecordWrite, RunInfo, StatusWrite
+from plait.store.records import CheckpointWrite, Journal, RecordWrite, RunInfo, StatusWrite
 from plait.tools.mcp import fetch_catalogue, with_catalogue
 
 if TYPE_CHECKING:
@@ -79,7 +80,9 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
                 "E010",
                 f"run '{manifest['run_id']}' was started from Python; pass its workflow to resume",
             )
-        workflow = load_workflow(Path(source))
+        # The model pinned at start wins (a run started with --model resumes with it).
+        pinned_model = (manifest["workflow"].get("llm") or {}).get("model")
+        workflow = load_workflow(Path(source), pinned_model)
     # What the run's MCP servers offered was pinned at start; the servers are not asked again.
     workflow = with_catalogue(workflow, manifest.get("mcp_catalogue"))
     if workflow.to_manifest() != manifest["workflow"]:
@@ -89,6 +92,28 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
             " (fork the run with --workflow to move it onto a new definition)",
         )
     return workflow
+
+
+def check_model(workflow: Workflow) -> None:
+    """Refuse, before a run is written, a model that cannot run (E006) — including an
+    unpriced model under a usd ceiling (§7: its cost could not be reserved)."""
+    if not any(node.kind == "abstract" for node in workflow.nodes):
+        return
+    from plait.models.base import model_from_spec
+    from plait.models.prices import price_of
+
+    llm = dict(workflow.llm or {})
+    spec = str(llm.get("model"))
+    model_from_spec(spec, base_dir=workflow.base_dir, settings=llm)
+    if (
+        workflow.to_budgets().max_usd_micros is not None
+        and price_of(spec, llm.get("prices")) is None
+    ):
+        raise PlaitError(
+            "E006",
+            f"model '{spec}' has no price, so it cannot run under a usd budget:"
+            " add it to llm.prices (USD per million tokens)",
+        )
 
 
 class Runtime:
@@ -158,6 +183,7 @@ class Runtime:
     ) -> tuple[str, Workflow, int]:
         """Validate, pin and write a new run with ``status``: (run id, pinned workflow, now)."""
         workflow.plan()  # validate before anything is written
+        check_model(workflow)
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
         workflow = with_catalogue(workflow, catalogue)
         run_id = run_id or new_run_id()
@@ -228,11 +254,18 @@ class Runtime:
             )
         ttl = _lease_ttl()
         now = self.clock()
+        claimed = token is not None  # a worker's claim marked a queued or parked run running
         if token is None:
             token = self.store.acquire_lease(run_id, this_process(), now, ttl, owner_alive)
             if resume_from is not False:
                 self._set_wake(run_id, None, replace=True)  # this drive settles what is due
-        if resume_from is None and self.store.get_run(run_id).status == "queued":
+        if (
+            resume_from is not False
+            and (not claimed or state.is_terminal())
+            and self.store.get_run(run_id).status != "running"
+        ):
+            # queued, parked or budget-exhausted until now: a worker that dies while driving
+            # it leaves a running run with a lapsing lease, which another worker takes over.
             self.store.commit(run_id, token, [StatusWrite("running", None, now)])
         existing = self.store.load_journal(run_id) if resume_from is not False else None
         journal = DurableJournal(
@@ -254,8 +287,11 @@ class Runtime:
             results = dict(existing.results) if existing else {}
             settled_children = await self._settle_children(state, env, children, journal, now)
             events = [*events, *settled_children, *settlements(state, results, journal, now)]
+            poll = self._poller(run_id, existing)
             while True:
-                result = await drive(env, state, events, journal, tools, self.clock, self.observer)
+                result = await drive(
+                    env, state, events, journal, tools, self.clock, self.observer, poll
+                )
                 if result.status != "parked":
                     break
                 now = self.clock()
@@ -317,6 +353,24 @@ class Runtime:
         for target in [run_id, *self._descendants(run_id)]:
             self.store.commit(target, None, [RecordWrite("cancel", body)])
         self._wake_root(run_id)
+
+    def _poller(self, run_id: str, existing: Journal | None) -> Callable[[], list[Event]]:
+        """Between waves: cancels and steering messages journaled since the drive began."""
+        items = existing.items() if existing else []
+        seen = {"after": max((item.seq for item in items), default=0)}
+
+        def poll() -> list[Event]:
+            found = self.store.records_after(run_id, seen["after"], ("cancel", "inbox"))
+            events: list[Event] = []
+            for record in found:
+                seen["after"] = record.seq
+                if record.kind == "cancel":
+                    events.append(CancelSeen(record.body["by"], record.body["reason"]))
+                else:
+                    events.append(InputReceived(record.body["message"]))
+            return events
+
+        return poll
 
     # --- subgraphs (§3.9) ---------------------------------------------------------
 

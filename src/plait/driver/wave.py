@@ -128,8 +128,13 @@ async def drive(
     execute: Executor,
     clock: Clock,
     observer: Observer | None = None,
+    poll: Callable[[], list[Event]] | None = None,
 ) -> RunResult:
-    """Drive a run until it finishes or parks; every intent is committed before its dispatch."""
+    """Drive a run until it finishes or parks; every intent is committed before its dispatch.
+
+    ``poll`` is asked between waves for what arrived from outside (a cancel, a steering
+    message); what it returns is fed with the wave's results and journaled with them.
+    """
     asks: list[dict[str, Any]] = []
     while True:
         journal.feed(events)
@@ -167,6 +172,8 @@ async def drive(
                 settled[i] = result
         now = clock()
         events = [ClockReading(now)]
+        if poll is not None:
+            events.extend(poll())
         for (key, known, _), outcome_or_none in zip(wave, settled, strict=True):
             if outcome_or_none is None:
                 continue  # settles later (a child run that parked): the run parks on it

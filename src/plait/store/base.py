@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
-from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo, Write
+from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 
 
 @runtime_checkable
@@ -72,6 +72,10 @@ class Store(Protocol):
 
     def load_journal(self, run_id: str) -> Journal:
         """Every intent, result, record and checkpoint meta of the run; PLAIT-E017."""
+        ...
+
+    def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
+        """Records of these kinds journaled after ``after_seq`` (a driver polls for cancels)."""
         ...
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:

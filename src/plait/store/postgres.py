@@ -48,7 +48,7 @@ from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, decode, encode_text
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.postgres_schema import migrate
-from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo, Write
+from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 from plait.store.rows import (
     JOURNAL_COLUMNS,
     RUN_COLUMNS,
@@ -120,6 +120,52 @@ _CLAIMABLE = (
     "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
     " WHERE r.status = ANY(%s) AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %s)"
     " ORDER BY r.created_ms, r.row_order LIMIT %s FOR UPDATE OF r SKIP LOCKED"
+)
+NOTIFY_CHANNEL = "plait_runs"
+"""The channel workers LISTEN on: a run was enqueued, answered or is otherwise due."""
+
+FINISHED = ("completed", "failed", "stalled", "canceled", "budget_exhausted")
+"""Statuses ``gc`` may delete (never queued, running or parked)."""
+
+# What a worker should drive now (``claim_work``): top-level runs with a free, released or
+# expired lease that are queued, running with a lease row (their driver is gone), or
+# parked/budget-exhausted with a wake time that has come. The status list matches the
+# ``runs_unfinished`` partial index.
+_CLAIM_WORK = (
+    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
+    " WHERE r.status IN ('queued', 'running', 'parked', 'budget_exhausted')"
+    " AND r.parent_run_id IS NULL AND r.run_id <> ALL(%(exclude)s)"
+    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
+    " AND (r.status = 'queued' OR (r.status = 'running' AND l.run_id IS NOT NULL)"
+    "      OR r.wake_ms <= %(now)s)"
+    " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
+)
+# A claimed run's wake time is consumed; a queued or parked one is running from now on (a
+# worker that dies while driving it leaves a running run whose lease lapses, which the
+# next claim takes over). A budget-exhausted run keeps its status: its drive sets it.
+_CLAIMED = (
+    "UPDATE runs SET wake_ms = NULL,"
+    " status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,"
+    " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %s ELSE updated_ms END"
+    " WHERE run_id = ANY(%s)"
+)
+# Finished top-level runs old enough for gc, with nothing due and no live lease.
+_GC_ROOTS = (
+    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
+    " WHERE r.parent_run_id IS NULL AND r.status = ANY(%(finished)s)"
+    " AND r.updated_ms < %(before)s AND r.wake_ms IS NULL"
+    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
+    " ORDER BY r.run_id FOR UPDATE OF r SKIP LOCKED"
+)
+# Every run of those trees (children name their parent), and whether gc may delete it.
+_GC_TREE = (
+    "WITH RECURSIVE tree (run_id, root) AS ("
+    "  SELECT id, id FROM unnest(%(roots)s::text[]) AS roots (id)"
+    "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
+    " SELECT t.run_id, t.root, c.status IN ('completed', 'failed', 'stalled', 'canceled',"
+    "  'budget_exhausted') AND c.wake_ms IS NULL"
+    "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
+    " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
 _STORED_BYTES = (
     "SELECT (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM journal{w})"
@@ -337,6 +383,119 @@ class PostgresStore:
                 claimed.append((run_id, token))
         return claimed
 
+    # --- workers: claiming, waking, notifications, retention (ARCHITECTURE.md §11) ---
+
+    def claim_work(
+        self,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        limit: int = 1,
+        exclude: Sequence[str] = (),
+    ) -> list[tuple[str, int]]:
+        """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
+
+        A top-level run (children are driven by their parent's drive) whose lease is
+        free, released or expired qualifies when it is ``queued``; ``running`` with a
+        lease row (its driver died or gave up: a run being started has none yet); or
+        ``parked``/``budget_exhausted`` with ``wake_ms <= now_ms`` (an answer, an expiry,
+        a due timer, a cancel or a budget raise). Oldest first, skipping rows another
+        transaction holds (``FOR UPDATE SKIP LOCKED``); the leases are taken and the wake
+        times cleared (queued and parked runs marked running) in the same transaction.
+        ``exclude``: run ids not to claim.
+        """
+        if limit < 1:
+            return []
+        claimed: list[tuple[str, int]] = []
+        params = {"now": now_ms, "limit": limit, "exclude": list(exclude)}
+        with self._connection() as conn, conn.transaction():
+            run_ids = [row[0] for row in conn.execute(_CLAIM_WORK, params).fetchall()]
+            for run_id in run_ids:
+                row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
+                if row is None:
+                    continue
+                try:  # re-read under the lock: the lease may have been taken meanwhile
+                    token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, _never_dead)
+                except PlaitError:
+                    continue
+                conn.execute(
+                    _UPSERT_LEASE,
+                    (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
+                )
+                claimed.append((run_id, token))
+            if claimed:
+                conn.execute(_CLAIMED, (now_ms, [run_id for run_id, _ in claimed]))
+        return claimed
+
+    def set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
+        """Record when the run wants driving again; workers are notified.
+
+        By default the earlier of the stored time and ``wake_ms`` is kept (None keeps the
+        stored one); ``replace`` stores ``wake_ms`` as given (None clears it). A wake time
+        is a hint for ``claim_work``, never a journal write: it takes no lease.
+        """
+        with self._connection() as conn, conn.transaction():
+            if replace:
+                conn.execute("UPDATE runs SET wake_ms = %s WHERE run_id = %s", (wake_ms, run_id))
+            elif wake_ms is not None:
+                conn.execute(
+                    "UPDATE runs SET wake_ms = %s WHERE run_id = %s"
+                    " AND (wake_ms IS NULL OR wake_ms > %s)",
+                    (wake_ms, run_id, wake_ms),
+                )
+            if wake_ms is not None:  # delivered when the transaction commits
+                conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, run_id))
+
+    def wake_of(self, run_id: str) -> int | None:
+        """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT wake_ms FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        if row is None:
+            raise unknown_run(run_id)
+        return None if row[0] is None else int(row[0])
+
+    def notify_runnable(self, run_id: str) -> None:
+        """Tell listening workers (``listen``) that ``run_id`` may be claimable now."""
+        with self._connection() as conn:
+            conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, run_id))
+
+    def listen(self) -> PostgresListener:
+        """A connection of its own listening on NOTIFY_CHANNEL (close it when done)."""
+        conninfo, kwargs = self._pool.conninfo, self._pool.kwargs
+        conninfo = conninfo() if callable(conninfo) else conninfo
+        kwargs = kwargs() if callable(kwargs) else kwargs
+        try:
+            conn = psycopg.connect(conninfo, **(kwargs or {}))
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "cannot listen") from exc
+        return PostgresListener(conn, self)
+
+    def gc(self, before_ms: int, now_ms: int) -> list[str]:
+        """Delete finished runs last updated before ``before_ms``: their ids, sorted.
+
+        A top-level run qualifies when it is finished (completed, failed, stalled,
+        canceled, budget_exhausted), nothing wants it driven (no wake time) and no live
+        lease is held on it; it goes with its child runs, and only when every one of
+        them is finished too. Parked, queued and running runs are never touched. Its
+        journal, manifests, lease and run row are deleted in one transaction; the
+        content-addressed nodes stay (see ``plait.driver.worker.collect_garbage``).
+        """
+        with self._connection() as conn, conn.transaction():
+            roots = [
+                row[0]
+                for row in conn.execute(
+                    _GC_ROOTS, {"finished": list(FINISHED), "before": before_ms, "now": now_ms}
+                ).fetchall()
+            ]
+            if not roots:
+                return []
+            tree = conn.execute(_GC_TREE, {"roots": roots, "now": now_ms}).fetchall()
+            doomed = _gc_selection(roots, tree)
+            if doomed:
+                for table in ("journal", "manifests", "leases", "runs"):
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
+        return doomed
+
     # --- the journal ---
 
     def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
@@ -396,6 +555,16 @@ class PostgresStore:
             except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
                 raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
         return journal
+
+    def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT seq, record_kind, payload FROM journal WHERE run_id = %s AND seq > %s"
+                " AND item = 'record' AND record_kind = ANY(%s) ORDER BY seq",
+                (run_id, after_seq, list(kinds)),
+            ).fetchall()
+            reader = _NodeReader(conn)
+            return [Record(seq, kind, reader.decode(payload)) for seq, kind, payload in rows]
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._connection() as conn:
@@ -556,6 +725,45 @@ class _NodeReader:
                 name.decode("ascii") for data in found.values() for name in _NODE_NAME.findall(data)
             }
             wanted -= self._bytes.keys() | self._absent
+
+
+class PostgresListener:
+    """A dedicated connection that LISTENs on NOTIFY_CHANNEL for ``PostgresStore.listen``."""
+
+    def __init__(self, conn: Connection, store: PostgresStore) -> None:
+        self._conn = conn
+        self._store = store
+        try:
+            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        except psycopg.Error as exc:
+            conn.close()
+            raise store._storage_error(exc, "cannot listen") from exc
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until a notification arrives (True) or ``timeout_s`` passes (False).
+
+        Notifications that queued up meanwhile are drained too, so one burst of enqueues
+        wakes a worker once.
+        """
+        try:
+            got = False
+            for _ in self._conn.notifies(timeout=max(timeout_s, 0.0), stop_after=1):
+                got = True
+            if got:
+                for _ in self._conn.notifies(timeout=0.0):
+                    pass
+            return got
+        except psycopg.Error as exc:
+            raise self._store._storage_error(exc, "listening") from exc
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _gc_selection(roots: Sequence[str], tree: Sequence[Sequence[Any]]) -> list[str]:
+    """The runs of ``tree`` (run_id, root, deletable) whose whole tree is deletable."""
+    blocked = {root for _, root, deletable in tree if not deletable}
+    return sorted({run_id for run_id, root, _ in tree if root not in blocked})
 
 
 def _configure(conn: Connection) -> None:

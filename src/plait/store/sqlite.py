@@ -13,6 +13,7 @@ this module as PLAIT-E020 and rolls its transaction back; it never reads the clo
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -28,7 +29,7 @@ from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, decode, encode_text
 from plait.store.lease import LeaseRow, may_take_over, stale_token
-from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo, Write
+from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 from plait.store.rows import (
     JOURNAL_COLUMNS,
     RUN_COLUMNS,
@@ -56,6 +57,46 @@ _RUN_AND_LEASE = (
 )
 _SELECT_ROWS = (
     f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = ? ORDER BY seq"
+)
+_UPSERT_LEASE = (
+    "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+    " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
+    " token = excluded.token, expires_ms = excluded.expires_ms"
+)
+_FINISHED = "'completed', 'failed', 'stalled', 'canceled', 'budget_exhausted'"
+# What a worker should drive now: see PostgresStore.claim_work.
+_CLAIM_WORK = (
+    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
+    " WHERE r.status IN ('queued', 'running', 'parked', 'budget_exhausted')"
+    " AND r.parent_run_id IS NULL"
+    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
+    " AND (r.status = 'queued' OR (r.status = 'running' AND l.run_id IS NOT NULL)"
+    "      OR r.wake_ms <= :now)"
+    " ORDER BY r.created_ms, r.rowid"
+)
+# A claimed run's wake time is consumed; a queued or parked one is running from now on
+# (see PostgresStore's _CLAIMED).
+_CLAIMED = (
+    "UPDATE runs SET wake_ms = NULL,"
+    " status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,"
+    " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN ? ELSE updated_ms END"
+    " WHERE run_id = ?"
+)
+_GC_ROOTS = (
+    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
+    f" WHERE r.parent_run_id IS NULL AND r.status IN ({_FINISHED})"
+    " AND r.updated_ms < :before AND r.wake_ms IS NULL"
+    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
+    " ORDER BY r.run_id"
+)
+_GC_TREE = (
+    "WITH RECURSIVE tree (run_id, root) AS ("
+    "  SELECT value, value FROM json_each(:roots)"
+    "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
+    f" SELECT t.run_id, t.root, c.status IN ({_FINISHED}) AND c.wake_ms IS NULL"
+    "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
+    " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
 
@@ -193,6 +234,86 @@ class SqliteStore:
                 (run_id, token),
             )
 
+    # --- workers: claiming, waking, retention (ARCHITECTURE.md §11) ---
+
+    def claim_work(
+        self,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        limit: int = 1,
+        exclude: Sequence[str] = (),
+    ) -> list[tuple[str, int]]:
+        """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
+
+        The same rule as ``PostgresStore.claim_work`` (queued; running with a dead or
+        released lease; parked or budget-exhausted with ``wake_ms <= now_ms``; top-level
+        runs only, oldest first), in one ``BEGIN IMMEDIATE`` transaction: processes
+        sharing the file never claim a run twice, they take turns.
+        """
+        if limit < 1:
+            return []
+        skip = set(exclude)
+        claimed: list[tuple[str, int]] = []
+        with self._lock, self._write() as conn:
+            for (run_id,) in conn.execute(_CLAIM_WORK, {"now": now_ms}).fetchall():
+                if len(claimed) == limit:
+                    break
+                if run_id in skip:
+                    continue
+                try:
+                    token = may_take_over(
+                        run_id, _lease_row(conn, run_id), owner, now_ms, _never_dead
+                    )
+                except PlaitError:
+                    continue
+                conn.execute(
+                    _UPSERT_LEASE,
+                    (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
+                )
+                conn.execute(_CLAIMED, (now_ms, run_id))
+                claimed.append((run_id, token))
+        return claimed
+
+    def set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
+        """Record when the run wants driving again (see ``PostgresStore.set_wake``)."""
+        with self._lock, self._write() as conn:
+            if replace:
+                conn.execute("UPDATE runs SET wake_ms = ? WHERE run_id = ?", (wake_ms, run_id))
+            elif wake_ms is not None:
+                conn.execute(
+                    "UPDATE runs SET wake_ms = ? WHERE run_id = ?"
+                    " AND (wake_ms IS NULL OR wake_ms > ?)",
+                    (wake_ms, run_id, wake_ms),
+                )
+
+    def wake_of(self, run_id: str) -> int | None:
+        """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
+        with self._lock, self._read() as conn:
+            row = conn.execute("SELECT wake_ms FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise unknown_run(run_id)
+        return None if row[0] is None else int(row[0])
+
+    def notify_runnable(self, run_id: str) -> None:
+        """Nothing to notify on SQLite: workers on a file poll (``plait worker --poll-ms``)."""
+
+    def gc(self, before_ms: int, now_ms: int) -> list[str]:
+        """Delete finished runs last updated before ``before_ms`` (see ``PostgresStore.gc``)."""
+        params = {"before": before_ms, "now": now_ms}
+        with self._lock, self._write() as conn:
+            roots = [row[0] for row in conn.execute(_GC_ROOTS, params).fetchall()]
+            if not roots:
+                return []
+            tree = conn.execute(_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}).fetchall()
+            blocked = {root for _, root, deletable in tree if not deletable}
+            doomed = sorted({run_id for run_id, root, _ in tree if root not in blocked})
+            for table in ("journal", "manifests", "leases", "runs"):
+                conn.executemany(
+                    f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
+                )
+        return doomed
+
     # --- the journal ---
 
     def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
@@ -247,6 +368,17 @@ class SqliteStore:
             except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
                 raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
         return journal
+
+    def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
+        marks = ", ".join("?" for _ in kinds)
+        with self._lock, self._read() as conn:
+            rows = conn.execute(
+                "SELECT seq, record_kind, payload FROM journal WHERE run_id = ? AND seq > ?"
+                f" AND item = 'record' AND record_kind IN ({marks}) ORDER BY seq",
+                (run_id, after_seq, *kinds),
+            ).fetchall()
+            decode = self._decoder(conn, {})
+            return [Record(seq, kind, decode(payload)) for seq, kind, payload in rows]
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._lock, self._read() as conn:
@@ -430,6 +562,11 @@ def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any
             if hit is not None:
                 return tuple(op)
     return tuple(rows[0][2:])
+
+
+def _never_dead(owner: LeaseOwner) -> bool:
+    """A worker's claim takes only free or expired leases, like PostgreSQL's."""
+    return True
 
 
 def _check_token(conn: sqlite3.Connection, run_id: str, token: int) -> None:
