@@ -1,15 +1,20 @@
-"""``plait check WORKFLOW``: load a workflow file and report every problem with its line."""
+"""``plait check WORKFLOW``: load a workflow file and report every problem with its line.
+
+Problems (every pass, governance flows included) exit 2, one line each. Warnings (a flow
+guard reading a key nothing declares it writes) are printed the same way, marked
+``warning:``, and leave the exit code at 0; ``--json`` lists them under ``warnings``.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from plait.cli.common import JsonOption
 from plait.cli.output import Output
-from plait.workflow import load_workflow
+from plait.workflow.loader import load_with_warnings
 
 
 def check(
@@ -23,13 +28,22 @@ def check(
     """Check a workflow file: one line per problem, FILE:LINE: PLAIT-Ennn message."""
     out = Output(json_output)
     with out.reporting():
-        wf = load_workflow(workflow, model)
+        wf, warnings = load_with_warnings(workflow, model)
     if json_output:
-        summary = {"ok": True, "workflow": wf.name, "nodes": len(wf.nodes)}
-        out.data(summary | {"edges": len(wf.edges), "tools": len(wf.tools)})
+        summary: dict[str, Any] = {"ok": True, "workflow": wf.name, "nodes": len(wf.nodes)}
+        summary |= {"edges": len(wf.edges), "tools": len(wf.tools)}
+        if warnings:
+            summary["warnings"] = [
+                {"code": f"PLAIT-{w.code}", "message": w.message, "line": w.line} for w in warnings
+            ]
+        out.data(summary)
         return
+    for w in warnings:
+        where = f"{workflow}:{w.line}: " if w.line is not None else f"{workflow}: "
+        out.say(f"{where}PLAIT-{w.code} warning: {w.message}")
+    noted = f", {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""
     out.say(
         f"[green]✓[/] {escape(workflow)}: workflow [bold]{escape(wf.name)}[/] is valid"
-        f" ({len(wf.nodes)} nodes, {len(wf.edges)} edges, {len(wf.tools)} tools)",
+        f" ({len(wf.nodes)} nodes, {len(wf.edges)} edges, {len(wf.tools)} tools){escape(noted)}",
         markup=True,
     )

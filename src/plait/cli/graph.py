@@ -3,6 +3,8 @@
 Shapes say what a node is: a tool node is a box, an abstract (LLM) node a
 rounded box, an ask a hexagon, a timer a circle, a subgraph a framed box.
 Edges carry their condition and ``max N``; bounded (loop) edges are dotted.
+Each abstract node's governance flow follows as its own chart (``to_mermaid``), headed by
+a ``%% flow of node '<id>'`` comment; ``--json`` gives them as ``flows: {node id: chart}``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import typer
 
 from plait.cli.common import JsonOption
 from plait.cli.output import Output
+from plait.governance import Flow, flow_from_dict, to_mermaid
 from plait.workflow import NodeDef, Workflow, load_workflow
 
 SHAPES = {
@@ -64,6 +67,16 @@ def mermaid(wf: Workflow) -> str:
     return "\n".join(lines) + "\n"
 
 
+def flow_charts(wf: Workflow) -> dict[str, str]:
+    """Each abstract node's governance flow as a Mermaid chart, by node id, in node order."""
+    charts: dict[str, str] = {}
+    for node in wf.nodes:
+        if node.kind == "abstract" and node.flow is not None:
+            flow = node.flow if isinstance(node.flow, Flow) else flow_from_dict(node.flow)
+            charts[node.id] = to_mermaid(flow)
+    return charts
+
+
 def graph(
     workflow: Annotated[str, typer.Argument(metavar="WORKFLOW", help="A workflow file.")],
     json_output: JsonOption = False,
@@ -73,7 +86,10 @@ def graph(
     with out.reporting():
         wf = load_workflow(workflow, require_model=False)
     chart = mermaid(wf)
+    flows = flow_charts(wf)
     if json_output:
-        out.data({"mermaid": chart})
-    else:
-        out.text(chart)
+        out.data({"mermaid": chart, "flows": flows})
+        return
+    for node_id, flow_chart in flows.items():
+        chart += f"\n%% flow of node '{_escape(node_id)}'\n{flow_chart}"
+    out.text(chart)

@@ -13,6 +13,7 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, Output
 from plait.cli.run import describe, status_exit
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
+from plait.driver.inspect_run import explain
 from plait.driver.runtime import Runtime
 from plait.store.records import RUN_STATUSES
 
@@ -56,15 +57,41 @@ def show(
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Show where a run stands: status, outcome, spent, pending asks, context."""
+    """Show where a run stands: status, outcome, spent, pending asks, context, and for a
+    governed node in flight its active steps, allowed tools and why the others are blocked."""
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
         result = rt.show(run_id)
+        governance = explain(rt.store, run_id)
     if json_output:
-        out.data(result.to_json())
+        shown = result.to_json()
+        if governance:
+            shown["governance"] = governance
+        out.data(shown)
     else:
         describe(out, result)
+        for node_id, where in governance.items():
+            _describe_flow(out, node_id, where)
     raise typer.Exit(status_exit(result))
+
+
+def _describe_flow(out: Output, node_id: str, where: dict[str, Any]) -> None:
+    """A governed node in flight, for a human: steps, tools, and why a tool is blocked."""
+    mode = "" if where["mode"] == "enforce" else f" ({where['mode']} mode)"
+    out.say(f"  governance of node '{node_id}'{mode}:")
+    out.say(f"    active steps: {', '.join(where['active']) or '(none)'}")
+    out.say(f"    done: {', '.join(where['done']) or '(none)'}")
+    for step, guard in where["waiting_for"].items():
+        out.say(f"    step '{step}' is done when {guard}")
+    out.say(f"    allowed now: {', '.join(where['allowed']) or '(none)'}")
+    for tool, why in where["blocked"].items():
+        out.say(f"    blocked: {tool}: {why}")
+    if where["missing_required"]:
+        out.say(f"    required before a final answer: {', '.join(where['missing_required'])}")
+    for posture in where["postures"]:
+        out.say(f"    posture: {posture}")
+    if where.get("refused"):
+        out.say(f"    refused calls so far: {where['refused']}")
 
 
 def trace(

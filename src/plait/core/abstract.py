@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.canonical import JSON
+from plait.core.transcript import Entry
 
 NEXT_TURN = "NextTurn"
 
@@ -86,7 +87,7 @@ class AbstractFlow:
             node=value["node"],
             attempt=value["attempt"],
             task_path=value.get("task_path", ""),
-            messages=list(value["messages"]),
+            messages=[Entry(m) for m in value["messages"]],
             next_effect_seq=value["next_effect_seq"],
             pending_tools={int(k): v for k, v in value["pending_tools"].items()},
             round_results={int(k): v for k, v in value["round_results"].items()},

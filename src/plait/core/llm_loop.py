@@ -30,7 +30,7 @@ from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node
 from plait.core.outcomes import Completed, EffectOutcome, retryable
 from plait.core.state import DISPATCHED, DONE_OK, OpenPhase
-from plait.core.transcript import bound_tool_content, fold_range, summary_entry
+from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
 
 LLM_EXECUTOR = "llm"
 CALL_PREFIX = "call:"
@@ -50,7 +50,7 @@ def start_flow(s: StepContext, phase: OpenPhase, node: int) -> None:
         "role": "user",
         "content": {"instruction": spec.get("instruction", ""), "context": state.context},
     }
-    flow = AbstractFlow(node=node, attempt=state.attempt[node], messages=[first])
+    flow = AbstractFlow(node=node, attempt=state.attempt[node], messages=[Entry(first)])
     governed.begin(s, flow, state.context)
     state.abstract_flows[flow_key(node)] = flow
     state.node_state[node] = DISPATCHED
@@ -259,14 +259,14 @@ def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutco
     flow.last_prompt_tokens = int(usage.get("input_tokens", 0))
     calls = list(answer.get("tool_calls") or [])
     text = answer.get("text")
-    flow.messages.append({"role": "assistant", "text": text, "tool_calls": calls})
+    flow.messages.append(Entry(role="assistant", text=text, tool_calls=calls))
     if calls:
         _on_tool_calls(s, fkey, flow, calls)
         return
     if s.state.inbox:
         # Idle messages (§6.7): the loop goes on with them instead of finishing.
         for message in s.state.inbox:
-            flow.messages.append({"role": "user", "content": message})
+            flow.messages.append(Entry(role="user", content=message))
         s.state.inbox = []
         flow.need = NEXT_TURN
         return
@@ -287,11 +287,11 @@ def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutco
             )
             return
         flow.messages.append(
-            {
-                "role": "user",
-                "content": "You cannot finish yet: these steps must be done first: "
+            Entry(
+                role="user",
+                content="You cannot finish yet: these steps must be done first: "
                 f"{', '.join(missing)}. Continue the task.",
-            }
+            )
         )
         flow.need = NEXT_TURN
         return
@@ -305,11 +305,11 @@ def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutco
                 _fail(s, fkey, flow, f"SchemaValidationFailed: {problem}")
                 return
             flow.messages.append(
-                {
-                    "role": "user",
-                    "content": "Your answer does not match the required response schema: "
+                Entry(
+                    role="user",
+                    content="Your answer does not match the required response schema: "
                     f"{problem}. Answer again with JSON that matches it.",
-                }
+                )
             )
             flow.need = NEXT_TURN
             return
@@ -383,17 +383,12 @@ def _on_tool_calls(
         flow.need = NEXT_TURN
         return
     admitted, refused = governed.admit_calls(s, flow, calls, offered)
-    flow.messages.extend(refused)
+    flow.messages.extend(Entry(r) for r in refused)
     flow.need = {"Tools": admitted} if admitted else NEXT_TURN
 
 
-def _tool_entry(call: dict[str, Any], content: Any, is_error: bool) -> dict[str, Any]:
-    return {
-        "role": "tool",
-        "tool_call_id": call.get("id"),
-        "content": content,
-        "is_error": is_error,
-    }
+def _tool_entry(call: dict[str, Any], content: Any, is_error: bool) -> Entry:
+    return Entry(role="tool", tool_call_id=call.get("id"), content=content, is_error=is_error)
 
 
 def _on_approval(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome) -> bool:

@@ -7,9 +7,41 @@ summary replaces. Both depend only on their arguments.
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, NoReturn
 
 from plait.core.canonical import JSON, dumps
+
+
+class Entry(dict[str, Any]):
+    """A transcript entry: a JSON object that never changes once made.
+
+    Being immutable, a store may remember its encoding by identity, so a turn costs
+    the same whatever the length of the conversation (§5.3).
+    """
+
+    __slots__ = ()
+
+    def _immutable(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("transcript entries never change once made")
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
+    __ior__ = _immutable
+
+    def __copy__(self) -> Entry:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Entry, (dict(self),))
 
 
 def content_text(value: JSON) -> str:
@@ -45,9 +77,8 @@ def fold_range(messages: list[dict[str, Any]]) -> tuple[int, int] | None:
     return (1, last_assistant)
 
 
-def summary_entry(text: str, folded: int, fold_number: int) -> dict[str, Any]:
+def summary_entry(text: str, folded: int, fold_number: int) -> Entry:
     """The user entry that replaces a folded range."""
-    return {
-        "role": "user",
-        "content": f"[Summary {fold_number} of {folded} earlier messages] {text}",
-    }
+    return Entry(
+        role="user", content=f"[Summary {fold_number} of {folded} earlier messages] {text}"
+    )

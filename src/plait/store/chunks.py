@@ -45,6 +45,7 @@ from hashlib import sha256
 from typing import Any, NamedTuple
 
 from plait.core.canonical import JSON, CanonicalJSONError, loads
+from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256
 """Encoded forms of at least this many characters are stored as nodes of their own."""
@@ -80,14 +81,26 @@ class HashMemo:
 
     def __init__(self, max_weight: int = 1 << 25) -> None:
         self.hashes: dict[Hashable, str] = {}
+        # Immutable containers (transcript entries) by identity: the object is kept so
+        # its id cannot be reused; the nodes it needed ride along in case a commit failed.
+        self.frozen: dict[Any, tuple[Any, str, dict[str, bytes]]] = {}
         self._weight = 0
         self._max_weight = max_weight
 
     def put(self, key: Hashable, digest: str, weight: int) -> None:
         if self._weight + weight > self._max_weight:
             self.hashes.clear()
+            self.frozen.clear()
             self._weight = 0
         self.hashes[key] = digest
+        self._weight += weight
+
+    def put_frozen(self, key: Any, entry: tuple[Any, str, dict[str, bytes]], weight: int) -> None:
+        if self._weight + weight > self._max_weight:
+            self.hashes.clear()
+            self.frozen.clear()
+            self._weight = 0
+        self.frozen[key] = entry
         self._weight += weight
 
     def __len__(self) -> int:
@@ -132,7 +145,7 @@ def encode_text(
     JSON data already; a dict with non-string keys has no canonical form and only the
     walk can tell (json would turn the keys into strings).
     """
-    if text is None and type(value) in (dict, list):
+    if text is None and type(value) in (dict, list) and _few_leaves(value, SMALL_LIMIT // 8):
         try:
             text = _plain(value)
         except (ValueError, TypeError):
@@ -175,6 +188,8 @@ class _Cutter:
         t = type(v)
         if t is str:
             return self.string(v)
+        if t is Entry and self.memo is not None:
+            return self.frozen(v, v, lambda: self.obj(v))
         if t is dict:
             return self.obj(v)
         if t is list or t is tuple:
@@ -216,6 +231,8 @@ class _Cutter:
 
     def plain(self, v: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> str | None:
         """``{"j": v}`` when ``v`` is small enough to stay inline, else None (walk it)."""
+        if not _few_leaves(v, self.limit // 4):
+            return None  # too big to stay inline anyway: do not serialize it just to see
         if not _str_keys(v):
             return None  # json would turn int keys into strings; the walk refuses them
         try:
@@ -254,9 +271,33 @@ class _Cutter:
         text = _tree_text(level)
         return text if len(text) < self.limit else self.cut(text)
 
+    def frozen(self, key: Any, keep: Any, encode: Callable[[], str]) -> str:
+        """Encode an immutable value once per process (by identity); replay its nodes."""
+        memo = self.memo
+        assert memo is not None
+        slot = key if type(key) is tuple else id(key)
+        hit = memo.frozen.get(slot)
+        if hit is not None and _same(hit[0], keep):
+            for digest, data in hit[2].items():
+                if digest not in self.known and digest not in self.nodes:
+                    self.nodes[digest] = data
+            return hit[1]
+        before = set(self.nodes)
+        text = encode()
+        made = {h: d for h, d in self.nodes.items() if h not in before}
+        memo.put_frozen(slot, (keep, text, made), len(text) + 64)
+        return text
+
     def page_node(self, items: Sequence[Any]) -> str:
         """Store one page of a long list; return its hash (remembered for pages of strings)."""
         memo = self.memo
+        if memo is not None and items and all(type(x) is Entry for x in items):
+            page = tuple(items)
+            return self.frozen(
+                ("page", *map(id, page)),
+                page,
+                lambda: self.store('{"l":[' + ",".join([self.value(x) for x in page]) + "]}"),
+            )
         if memo is None or set(map(type, items)) != _ONLY_STR:
             return self.store('{"l":[' + ",".join([self.value(x) for x in items]) + "]}")
         key = (self.limit, tuple(items))  # the cut of a string depends on the limit
@@ -280,6 +321,35 @@ class _Cutter:
 
 
 _ONLY_STR = {str}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Identity, element by element for a page (ids alone could have been reused)."""
+    if type(a) is tuple and type(b) is tuple:
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return a is b
+
+
+def _few_leaves(v: Any, budget: int) -> bool:
+    """A cheap bound: ``v`` holds at most ``budget`` values (so it may be small)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return False
+        t = type(x)
+        if t is dict or isinstance(x, dict):
+            if len(x) > budget:
+                return False
+            stack.extend(x.values())
+        elif t is list or t is tuple:
+            if len(x) > budget:
+                return False
+            stack.extend(x)
+        elif t is str and len(x) > 4 * budget + 64:
+            return False
+    return True
 
 
 def _str_keys(v: Any) -> bool:

@@ -90,6 +90,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             expires_ms BIGINT NOT NULL
         )""",
     ),
+    # 2: workers (ARCHITECTURE.md §11). wake_ms: when a parked (or budget-exhausted) run
+    # wants driving again: its earliest timer or ask expiry, or "now" once an answer, a
+    # cancel or a budget raise is journaled; NULL while nothing is due. The partial index
+    # keeps claiming cheap however many finished runs the table holds.
+    (
+        "ALTER TABLE runs ADD COLUMN wake_ms BIGINT",
+        """CREATE INDEX runs_unfinished ON runs (created_ms, row_order)
+            WHERE status IN ('queued', 'running', 'parked', 'budget_exhausted')""",
+    ),
+    # 3: a driver polls for cancels and steering messages between waves: find the
+    # records of a kind after a seq without scanning the run's whole journal.
+    (
+        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
+            WHERE item = 'record'""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -373,7 +373,8 @@ class SqliteStore:
         marks = ", ".join("?" for _ in kinds)
         with self._lock, self._read() as conn:
             rows = conn.execute(
-                "SELECT seq, record_kind, payload FROM journal WHERE run_id = ? AND seq > ?"
+                "SELECT seq, record_kind, payload FROM journal INDEXED BY journal_records"
+                " WHERE run_id = ? AND seq > ?"
                 f" AND item = 'record' AND record_kind IN ({marks}) ORDER BY seq",
                 (run_id, after_seq, *kinds),
             ).fetchall()

@@ -8,6 +8,11 @@ found in one pass. A problem is an ``Issue`` naming its place in the document;
 the loader turns places into lines. Builder-made and file-read definitions go
 through the same checks, so both fail the same way.
 
+Governance flows (``flow:`` on an abstract node) are judged here too, by every pass of
+``plait.governance.check`` against the node's tools and the keys the definition declares
+it writes: errors are E027 issues at the node's ``flow`` key; the unwritten-key findings
+are warnings (``flow_warnings``), which never make a definition invalid.
+
 This module never raises for a bad definition and never reads a workflow file.
 """
 
@@ -27,8 +32,9 @@ import jsonschema
 from plait.core.errors import PlaitError, Problem
 from plait.core.plan import NODE_KINDS, EdgeSpec, NodeSpec, Plan, build_plan
 from plait.core.reducers import REDUCERS
+from plait.governance import Flow, check, flow_from_dict
 from plait.tools.python import PYTHON_SPEC
-from plait.workflow.located import Place, show
+from plait.workflow.located import Place, plain, show
 
 if TYPE_CHECKING:
     from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow
@@ -255,6 +261,9 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
         if node.kind == "abstract" and require_model and not model:
             message = "abstract (LLM) node without a model: set llm.model or pass --model"
             j.add("E006", f"node '{node.id}': {message}", ("nodes", i))
+    for i, node in enumerate(wf.nodes):
+        errors, _ = _flow_findings(wf, i, node)
+        j.issues += errors
     edges = [_judge_edge(j, i, edge) for i, edge in enumerate(wf.edges)]
     plan_issues, plan = _plan(wf, edges)
     return _pinpoint(wf, j.issues), _pinpoint(wf, plan_issues), plan
@@ -322,6 +331,62 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
             j.add("E004", f"{where}: unknown tool '{name}'{_tool_hint(name, wf)}", (*place, key))
     if isinstance(node.workflow, str) and not (wf.base_dir / node.workflow).is_file():
         j.add("E004", f"{where}: workflow file '{node.workflow}' not found", (*place, "workflow"))
+
+
+def flow_warnings(wf: Workflow) -> list[Issue]:
+    """Warnings of the nodes' governance flows (keys a guard reads that nothing declares
+    it writes), at each node's ``flow`` key; they never make a definition invalid."""
+    return _pinpoint(wf, [w for i, n in enumerate(wf.nodes) for w in _flow_findings(wf, i, n)[1]])
+
+
+def declared_writes(wf: Workflow) -> list[str]:
+    """Every context key the definition says something writes: the ``writes`` of nodes and
+    tools, node ids (a text answer lands under its node's id), ``tool_results_into``, the
+    top-level properties of response and ask output schemas, and an approval's answer."""
+    keys: list[str] = []
+    for node in wf.nodes:
+        if isinstance(node.id, str):
+            keys.append(node.id)
+        keys += [k for k in node.writes or () if isinstance(k, str)]
+        if isinstance(node.tool_results_into, str):
+            keys.append(node.tool_results_into)
+        keys += _schema_keys(node.response_schema)
+        if isinstance(node.ask, Mapping):
+            keys += _schema_keys(node.ask.get("output_schema"))
+            if node.ask.get("approval") is True:
+                keys += ["approved", "by", "reason"]
+    for tool in wf.tools.values():
+        keys += [k for k in tool.writes or () if isinstance(k, str)]
+    return list(dict.fromkeys(keys))
+
+
+def _schema_keys(schema: Any) -> list[str]:
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return [k for k in properties if isinstance(k, str)] if isinstance(properties, Mapping) else []
+
+
+def _flow_findings(wf: Workflow, i: int, node: NodeDef) -> tuple[list[Issue], list[Issue]]:
+    """(errors, warnings) of node ``i``'s flow: shape problems (``flow_from_dict``) or
+    every pass of ``plait.governance.check``, each an E027 issue at the ``flow`` key."""
+    raw = node.flow
+    if node.kind != "abstract" or raw is None or _FLOW(raw) is not None:
+        return [], []  # no flow, or one the node checks already complain about
+    place: Place = ("nodes", i, "flow")
+    where = f"node '{node.id}'" if isinstance(node.id, str) else f"node #{i + 1}"
+
+    def issue(p: Problem) -> Issue:
+        return Issue(p.code, f"{where}: flow: {p.message}", place)
+
+    if isinstance(raw, Flow):
+        flow = raw
+    else:
+        try:
+            flow = flow_from_dict(plain(raw))
+        except PlaitError as exc:
+            return [issue(p) for p in exc.problems], []
+    tools = node.tools if isinstance(node.tools, list | tuple) else tuple(wf.tools)
+    found = check(flow, tools=[t for t in tools if isinstance(t, str)], writes=declared_writes(wf))
+    return [issue(p) for p in found.errors], [issue(p) for p in found.warnings]
 
 
 def _tool_hint(name: str, wf: Workflow) -> str:

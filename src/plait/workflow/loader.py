@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from plait.core.errors import PlaitError
+from plait.core.errors import PlaitError, Problem
 from plait.tools.python import PYTHON_SPEC, resolve_python
 from plait.workflow.checks import (
     EDGE_KEYS,
@@ -26,6 +26,7 @@ from plait.workflow.checks import (
     TOOL_KEYS,
     TOP_KEYS,
     Issue,
+    flow_warnings,
     hint,
     judge,
     node_kind,
@@ -47,6 +48,24 @@ def load_workflow(
     problem, each with its line. ``model_override`` replaces ``llm.model`` (the
     CLI's ``--model``); ``require_model=False`` skips PLAIT-E006 (for drawing).
     """
+    return _load(path, model_override, require_model)[0]
+
+
+def load_with_warnings(
+    path: str | os.PathLike[str],
+    model_override: str | None = None,
+    *,
+    require_model: bool = True,
+) -> tuple[Workflow, list[Problem]]:
+    """``load_workflow`` plus the warnings of a valid file, each with its line (``plait
+    check``): keys a governance flow's guards read that nothing declares it writes."""
+    wf, reader = _load(path, model_override, require_model)
+    return wf, [reader.locate(i, model_override).problem() for i in flow_warnings(wf)]
+
+
+def _load(
+    path: str | os.PathLike[str], model_override: str | None, require_model: bool
+) -> tuple[Workflow, _Reader]:
     source = Path(path)
     doc, found = parse_file(source)
     reader = _Reader(source, doc)
@@ -64,7 +83,7 @@ def load_workflow(
         issues.sort(key=lambda i: (i.line is None, i.line or 0))
         raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], str(path))
     assert wf is not None
-    return wf
+    return wf, reader
 
 
 class _Reader:
