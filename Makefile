@@ -29,6 +29,13 @@ demo: $(STAMP)
 	@COLUMNS=120 $(BIN)/plait trace demo-order --db $(DEMO_DB)
 	@echo "== plait verify: re-drive from the journal alone, compare every checkpoint"
 	@$(BIN)/plait verify demo-order --db $(DEMO_DB)
+	@echo "== an agent (plait.Agent) with a scripted model: tools, structured output, trace, verify"
+	@PLAIT_DB=$(DEMO_DB) $(BIN)/python examples/agent/agent.py
+	@echo "== a governed support agent: a misbehaving model is refused until it follows the flow"
+	@$(BIN)/plait run examples/support/workflow.yaml --db $(DEMO_DB) --run-id demo-support \
+		--model scripted:answers_misbehaving.json --json | $(BIN)/python -c \
+		'import json,sys; d=json.load(sys.stdin); print(d["status"], d["context"])'
+	@$(BIN)/plait verify demo-support --db $(DEMO_DB)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples

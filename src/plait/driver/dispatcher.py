@@ -14,6 +14,7 @@ from plait.driver.llm_exec import LlmRunner
 from plait.driver.tools_exec import ToolRunner
 
 if TYPE_CHECKING:
+    from plait.models.base import Model
     from plait.workflow import Workflow
 
 
@@ -60,15 +61,18 @@ def dispatcher_for(
     workflow: Workflow,
     journaled: list[Any] | None = None,
     children: ChildRunner | None = None,
+    model: Model | None = None,
 ) -> Dispatcher:
-    """The dispatcher for one drive; ``journaled``: llm keys already in the journal."""
+    """The dispatcher for one drive; ``journaled``: llm keys already in the journal;
+    ``model``: a model object to call instead of the one the workflow's spec names."""
     llm_runner = None
     if any(node.kind == "abstract" for node in workflow.nodes):
-        from plait.models.base import model_from_spec
+        if model is None:
+            from plait.models.base import model_from_spec
 
-        settings = dict(workflow.llm or {})
-        model = model_from_spec(
-            str(settings.get("model")), base_dir=workflow.base_dir, settings=settings
-        )
+            settings = dict(workflow.llm or {})
+            model = model_from_spec(
+                str(settings.get("model")), base_dir=workflow.base_dir, settings=settings
+            )
         llm_runner = LlmRunner(workflow, model, journaled or [])
     return Dispatcher(workflow, llm_runner, children)

@@ -47,6 +47,7 @@ from plait.store.records import CheckpointWrite, Journal, RecordWrite, RunInfo, 
 from plait.tools.mcp import fetch_catalogue, with_catalogue
 
 if TYPE_CHECKING:
+    from plait.models.base import Model
     from plait.workflow import Workflow
 
 ENGINE_EPOCH = 1
@@ -94,7 +95,7 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
     return workflow
 
 
-def check_model(workflow: Workflow) -> None:
+def check_model(workflow: Workflow, model: Model | None = None) -> None:
     """Refuse, before a run is written, a model that cannot run (E006) — including an
     unpriced model under a usd ceiling (§7: its cost could not be reserved)."""
     if not any(node.kind == "abstract" for node in workflow.nodes):
@@ -104,7 +105,8 @@ def check_model(workflow: Workflow) -> None:
 
     llm = dict(workflow.llm or {})
     spec = str(llm.get("model"))
-    model_from_spec(spec, base_dir=workflow.base_dir, settings=llm)
+    if model is None:
+        model_from_spec(spec, base_dir=workflow.base_dir, settings=llm)
     if (
         workflow.to_budgets().max_usd_micros is not None
         and price_of(spec, llm.get("prices")) is None
@@ -128,6 +130,7 @@ class Runtime:
         principal: str | None = None,
         durability: str | None = None,
         observer: Observer | None = None,
+        model: Model | None = None,
     ) -> None:
         self.db = db or default_db()
         durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
@@ -135,6 +138,8 @@ class Runtime:
         self.clock = clock or clock_from_env()
         self.principal = principal or default_principal()
         self.observer = observer
+        self.model = model
+        """A model object to call instead of the workflow's spec (the Agent's hooked model)."""
 
     def close(self) -> None:
         self.store.close()
@@ -183,7 +188,7 @@ class Runtime:
     ) -> tuple[str, Workflow, int]:
         """Validate, pin and write a new run with ``status``: (run id, pinned workflow, now)."""
         workflow.plan()  # validate before anything is written
-        check_model(workflow)
+        check_model(workflow, self.model)
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
         workflow = with_catalogue(workflow, catalogue)
         run_id = run_id or new_run_id()
@@ -283,7 +288,7 @@ class Runtime:
         try:
             llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
             children = self._child_runner(workflow)
-            tools = dispatcher_for(workflow, llm_keys, children)
+            tools = dispatcher_for(workflow, llm_keys, children, self.model)
             results = dict(existing.results) if existing else {}
             settled_children = await self._settle_children(state, env, children, journal, now)
             events = [*events, *settled_children, *settlements(state, results, journal, now)]

@@ -1,0 +1,47 @@
+"""The single-agent API (ARCHITECTURE.md §10): ``Agent`` and what its runs report.
+
+An agent is a workflow of one abstract node, run on the same journal, resume
+and verify as any workflow; ``AgentRunState`` is a run read back from that
+journal, and ``run_stream`` yields the events of ``plait.agent.stream``.
+"""
+
+from plait.agent.agent import NODE, Agent
+from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
+from plait.agent.run_state import (
+    AgentRunState,
+    RunStatus,
+    RunUsage,
+    ToolCallPart,
+    ToolReturnPart,
+    read_run_state,
+)
+from plait.agent.stream import (
+    AgentEvent,
+    RunFinished,
+    RunStream,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+)
+
+__all__ = [
+    "NODE",
+    "AfterResponse",
+    "Agent",
+    "AgentEvent",
+    "AgentRunState",
+    "BeforeRequest",
+    "HookedModel",
+    "RunFinished",
+    "RunStatus",
+    "RunStream",
+    "RunUsage",
+    "ToolCallFinished",
+    "ToolCallPart",
+    "ToolCallStarted",
+    "ToolReturnPart",
+    "TurnFinished",
+    "TurnStarted",
+    "read_run_state",
+]

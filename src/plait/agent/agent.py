@@ -1,0 +1,325 @@
+"""``plait.Agent``: one model, its tools and instructions — a workflow of one abstract node.
+
+An agent run is an ordinary durable run (ARCHITECTURE.md §10): the prompt is
+the run's context ``{"prompt": ...}``, the instructions are the node's
+instruction, ``output_type``'s JSON schema is its response schema, and the run
+is started, resumed and verified by ``Runtime`` on the same journal as any
+workflow. This module only builds that workflow and reads results back; it
+never decides anything the core decides.
+
+The workflow is rebuilt from the agent's settings on every call, so the tools
+added with ``@agent.tool`` after construction are part of it, and another
+process that builds the same agent (same model spec, instructions, tools,
+output type and budgets) can resume and verify its runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Generic, cast, overload
+
+from pydantic import BaseModel
+
+from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
+from plait.agent.run_state import (
+    AGENT_RECORD,
+    AgentRunState,
+    OutputT,
+    read_run_state,
+)
+from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
+from plait.core.state import SchedulerState
+from plait.driver.clock import Clock
+from plait.driver.runtime import Runtime
+from plait.driver.verify import VerifyReport
+from plait.models.base import Model, model_from_spec
+from plait.store.base import Store
+from plait.store.records import RecordWrite
+from plait.workflow import Workflow
+
+NODE = "agent"
+"""The id of the agent's one node (scripted files may key responses by it)."""
+
+ToolFunc = Callable[..., Any]
+
+
+class Agent(Generic[OutputT]):
+    """A durable agent: ``run``/``run_sync``/``run_stream`` a prompt, ``resume``, ``verify``.
+
+    ``model`` is a spec (``openai:gpt-4o-mini``, ``scripted:answers.json``; a
+    relative path is read from the current folder) or a ``Model`` object, which
+    is called instead of the adapter its ``spec`` names (that spec is what a run
+    pins, and ``Runtime`` checks it is a spec plait knows before a run starts).
+    ``budgets`` take workflow file units (``max_tokens``, ``max_usd``, ...);
+    ``model_settings`` are the workflow's ``llm`` settings (``max_tokens``,
+    ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
+    ``./.plait/plait.db``) or to the given ``store``.
+    """
+
+    def __init__(
+        self,
+        model: str | Model,
+        *,
+        instructions: str = "",
+        output_type: type[OutputT] | None = None,
+        tools: Sequence[ToolFunc] = (),
+        flow: Any = None,
+        budgets: Mapping[str, Any] | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+        name: str = "agent",
+        db: str | None = None,
+        store: Store | None = None,
+        before_request: BeforeRequest | None = None,
+        after_response: AfterResponse | None = None,
+        principal: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if output_type is not None and not (
+            isinstance(output_type, type) and issubclass(output_type, BaseModel)
+        ):
+            raise TypeError(f"output_type must be a pydantic model class, got {output_type!r}")
+        self.model = model
+        self.instructions = instructions
+        self.output_type = output_type
+        self.flow = flow
+        self.budgets = dict(budgets or {})
+        self.model_settings = dict(model_settings or {})
+        self.name = name
+        self.before_request = before_request
+        self.after_response = after_response
+        self._tools: list[tuple[ToolFunc, dict[str, Any]]] = [(fn, {}) for fn in tools]
+        self._db = db
+        self._store = store
+        self._owns_store = store is None
+        self._principal = principal
+        self._clock = clock
+
+    # --- definition ---------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: ToolFunc, /) -> ToolFunc: ...
+    @overload
+    def tool(self, /, **options: Any) -> Callable[[ToolFunc], ToolFunc]: ...
+
+    def tool(
+        self, fn: ToolFunc | None = None, /, **options: Any
+    ) -> ToolFunc | Callable[[ToolFunc], ToolFunc]:
+        """Register a plain function as a tool (``@agent.tool`` or ``@agent.tool(strict=True)``).
+
+        Its name, description and input schema come from its name, docstring and
+        signature; ``options`` are those of ``Workflow.tool`` (``name``,
+        ``strict``, ``timeout_s``, ...). The function is returned unchanged.
+        """
+
+        def register(func: ToolFunc) -> ToolFunc:
+            self._tools.append((func, options))
+            return func
+
+        return register(fn) if fn is not None else register
+
+    @property
+    def _output_model(self) -> type[BaseModel] | None:
+        return cast("type[BaseModel] | None", self.output_type)  # checked in __init__
+
+    @property
+    def model_spec(self) -> str:
+        return self.model if isinstance(self.model, str) else self.model.spec
+
+    def workflow(self) -> Workflow:
+        """The one-node workflow this agent runs (what a run pins and verify checks)."""
+        wf = Workflow.new(self.name).model(self.model_spec, **self.model_settings)
+        names = []
+        for fn, options in self._tools:
+            wf = wf.tool(fn, **options)
+            names.append(options.get("name") or fn.__name__)
+        model = self._output_model
+        schema = model.model_json_schema() if model is not None else None
+        wf = wf.node(
+            NODE,
+            instruction=self.instructions,
+            tools=names,
+            response_schema=schema,
+            flow=self.flow,
+        )
+        return wf.budget(**self.budgets) if self.budgets else wf
+
+    # --- running ------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AgentRunState[OutputT]:
+        """Start a run with ``prompt`` and drive it until it finishes or waits."""
+        return await self._start(prompt, run_id, conversation_id, metadata, emit=None)
+
+    def run_sync(
+        self,
+        prompt: str,
+        *,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AgentRunState[OutputT]:
+        return asyncio.run(
+            self.run(prompt, run_id=run_id, conversation_id=conversation_id, metadata=metadata)
+        )
+
+    def run_stream(
+        self,
+        prompt: str,
+        *,
+        run_id: str | None = None,
+        conversation_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> RunStream[OutputT]:
+        """Run ``prompt``, streaming turn and tool events as they happen, then ``RunFinished``.
+
+        ``async with agent.run_stream(p) as events: async for event in events: ...``;
+        the run never waits for the reader, and leaving the ``async with`` block
+        waits for the run even if the reader stopped early.
+        """
+        return RunStream(
+            lambda emit: self._start(prompt, run_id, conversation_id, metadata, emit=emit)
+        )
+
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        approvals: Mapping[str, Any] | None = None,
+        deferred: Mapping[str, Any] | None = None,
+    ) -> AgentRunState[OutputT]:
+        """Continue a run after a crash or a park; a finished run is read back as it is."""
+        if approvals or deferred:
+            raise NotImplementedError(
+                "Agent.resume(approvals=..., deferred=...) is not available yet: answers to"
+                " approval-required and deferred tools arrive with human-in-the-loop support"
+                " (ARCHITECTURE.md §8); resume without them to drive the run on"
+            )
+        runtime = self._runtime(observer=None, model=self._model(None, None))
+        await runtime.resume(run_id, workflow=self.workflow())
+        return self.state(run_id)
+
+    def resume_sync(
+        self,
+        run_id: str,
+        *,
+        approvals: Mapping[str, Any] | None = None,
+        deferred: Mapping[str, Any] | None = None,
+    ) -> AgentRunState[OutputT]:
+        return asyncio.run(self.resume(run_id, approvals=approvals, deferred=deferred))
+
+    # --- reading ------------------------------------------------------------------
+
+    def state(self, run_id: str) -> AgentRunState[OutputT]:
+        """Run ``run_id`` as its journal stands now."""
+        return read_run_state(self._open_store(), run_id, self._output_model)
+
+    def verify(self, run_id: str) -> VerifyReport:
+        """Re-drive the run from its journal alone (no model, no tool) and compare checkpoints."""
+        return self._runtime(observer=None).verify(run_id, workflow=self.workflow())
+
+    def trace(self, run_id: str) -> list[dict[str, Any]]:
+        """Every effect of the run in dispatch order (``plait trace``)."""
+        return self._runtime(observer=None).trace(run_id)
+
+    def close(self) -> None:
+        if self._store is not None and self._owns_store:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Agent[OutputT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- internals ----------------------------------------------------------------
+
+    async def _start(
+        self,
+        prompt: str,
+        run_id: str | None,
+        conversation_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        emit: Emit | None,
+    ) -> AgentRunState[OutputT]:
+        workflow = self.workflow()
+        run_id = run_id or f"run-{uuid.uuid4().hex[:16]}"
+        store = self._open_store()
+        observers: list[Callable[[SchedulerState, int], None]] = []
+        if conversation_id is not None or metadata:
+            body = {"conversation_id": conversation_id, "metadata": dict(metadata or {})}
+            observers.append(_record_once(store, run_id, body))
+        if emit is not None:
+            observers.append(ToolEvents(run_id, emit))
+        observer = _all(observers) if observers else None
+        runtime = self._runtime(observer=observer, model=self._model(run_id, emit))
+        await runtime.start(workflow, {"prompt": prompt}, run_id=run_id)
+        return self.state(run_id)
+
+    def _model(self, run_id: str | None, emit: Emit | None) -> HookedModel:
+        if isinstance(self.model, str):
+            settings = self.model_settings
+            inner = model_from_spec(self.model, base_dir=Path.cwd(), settings=settings)
+        else:
+            inner = self.model
+        on_turn = turn_events(run_id, emit) if emit is not None and run_id is not None else None
+        return HookedModel(
+            inner,
+            before_request=self.before_request,
+            after_response=self.after_response,
+            on_turn=on_turn,
+        )
+
+    def _open_store(self) -> Store:
+        if self._store is None:
+            self._store = Runtime(self._db).store  # the default db and durability, as plait's
+        return self._store
+
+    def _runtime(
+        self,
+        observer: Callable[[SchedulerState, int], None] | None,
+        model: HookedModel | None = None,
+    ) -> Runtime:
+        # One Runtime per call, all on the agent's one store: observer and model are per run.
+        return Runtime(
+            self._db,
+            store=self._open_store(),
+            clock=self._clock,
+            principal=self._principal,
+            observer=observer,
+            model=model,
+        )
+
+
+def _record_once(
+    store: Store, run_id: str, body: dict[str, Any]
+) -> Callable[[SchedulerState, int], None]:
+    """Journal what the caller said about the run, right after the run's first commit."""
+    written = False
+
+    def observe(state: SchedulerState, effects: int) -> None:
+        nonlocal written
+        if not written:
+            written = True
+            store.commit(run_id, None, [RecordWrite(AGENT_RECORD, body)])
+
+    return observe
+
+
+def _all(
+    observers: Sequence[Callable[[SchedulerState, int], None]],
+) -> Callable[[SchedulerState, int], None]:
+    def observe(state: SchedulerState, effects: int) -> None:
+        for observer in observers:
+            observer(state, effects)
+
+    return observe

@@ -1,0 +1,78 @@
+"""The agent's model: the real adapter wrapped with lifecycle hooks and turn events.
+
+``HookedModel`` is what the driver calls for every ``llm`` effect of an agent
+run. It shows the request to ``before_request`` (a deep copy: the hook may read
+it, never change what the core holds), calls the real model, lets
+``after_response`` keep or replace the answer, and reports the turn to the
+stream. What it returns is what the driver journals, so a replaced response is
+the journaled response and ``verify``, which answers every turn from the
+journal, replays it exactly. A turn answered from the journal (resume after a
+crash) calls neither the model nor the hooks.
+
+The Agent hands the wrapper to its Runtime (``Runtime(model=...)``), which calls it
+instead of the model the workflow's spec names.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from plait.models.base import Model, ModelRequest, ModelResponse
+
+BeforeRequest = Callable[[ModelRequest], Awaitable[None] | None]
+"""Called before each model turn with a copy of the request; may inspect, cannot change it."""
+
+AfterResponse = Callable[
+    [ModelRequest, ModelResponse], ModelResponse | Awaitable[ModelResponse | None] | None
+]
+"""Called after each model turn; returns a replacement response, or None to keep the answer."""
+
+TurnListener = Callable[[str, ModelRequest, ModelResponse | None], None]
+"""Told ``("started", request, None)`` and ``("finished", request, response)`` for each turn."""
+
+
+class HookedModel:
+    """A ``Model`` that runs the agent's hooks around the real model and reports each turn."""
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        before_request: BeforeRequest | None = None,
+        after_response: AfterResponse | None = None,
+        on_turn: TurnListener | None = None,
+    ) -> None:
+        self.model = model
+        self.spec = model.spec
+        self._before = before_request
+        self._after = after_response
+        self._on_turn = on_turn
+        self.turns = 0
+        """How many turns this wrapper actually sent to the model (tests count them)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.turns += 1
+        if self._on_turn is not None:
+            self._on_turn("started", request, None)
+        if self._before is not None:
+            await _maybe_await(self._before(copy.deepcopy(request)))
+        response = await self.model.complete(request)
+        if self._after is not None:
+            replaced = await _maybe_await(self._after(copy.deepcopy(request), response))
+            if replaced is not None:
+                if not isinstance(replaced, ModelResponse):
+                    raise TypeError(
+                        "after_response must return a ModelResponse or None, got "
+                        f"{type(replaced).__name__}"
+                    )
+                response = replaced
+        if self._on_turn is not None:
+            self._on_turn("finished", request, response)
+        return response
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
