@@ -13,6 +13,7 @@ from plait.cli.check import check
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
 from plait.cli.run import cancel, fork, resume, run
+from plait.cli.worker import gc, worker
 
 app = typer.Typer(
     name="plait",
@@ -44,6 +45,8 @@ app.command("trace")(trace)
 app.command("verify")(verify)
 app.command("graph")(graph)
 app.command("check")(check)
+app.command("worker")(worker)
+app.command("gc")(gc)
 
 
 def main() -> None:

@@ -142,10 +142,10 @@ def run(
     with out.reporting():
         wf = load_workflow(workflow, model)
         value = parse_input(input)
-        if detach:
-            raise PlaitError(
-                "E020", "--detach needs a worker store (PostgreSQL); not available yet"
-            )
+        if detach:  # a worker drives it (plait worker); exit 3: not finished
+            with runtime(db, principal, durability=wf.durability) as rt:
+                queued = asyncio.run(rt.enqueue(wf, value, run_id=run_id))
+            report(out, queued)
         observer, status = progress(out)
         with runtime(db, principal, observer=observer, durability=wf.durability) as rt:
             if status is not None:

@@ -8,7 +8,9 @@
   worker), and parked runs whose wake time has come (an answer, an expired ask, a due
   timer, a cancel or a budget raise; ``Runtime`` records wake times). Only top-level
   runs are claimed: a child run is driven by its parent's drive. The claim takes each
-  lease and returns its fencing token in the same transaction.
+  lease, returns its fencing token, consumes the wake time and marks a queued or parked
+  run ``running`` in the same transaction, so a worker that dies mid-drive leaves a
+  running run whose lease lapses, and the next claim takes it over.
 - **Driving.** Each claimed run is driven in a thread of its own (its own event loop)
   by ``Runtime.resume(run_id, token=...)``: the drive writes under the claimed token,
   which every journal write checks in its own transaction (a worker whose lease was
@@ -28,10 +30,15 @@
   would leave intents committed but not dispatched, which the next driver would have to
   redeliver), then ``run`` returns. ``once`` drains: the worker returns when nothing is
   claimable and nothing is in flight.
-- **Failures.** A drive that fails (PLAIT-E021 lease lost, E010 a run started from
+- **Failures.** A storage error while claiming is retried every ``poll_ms`` (``once``
+  gives up). A drive that fails (PLAIT-E021 lease lost, E010 a run started from
   Python, which has no file to load, E008, a storage error) is reported and its run is
   not claimed again by this worker for a back-off (2, 4, ... 60 s; never again with
   ``once``); other workers may try it.
+- **Limits.** The leases of child runs (subgraphs) are renewed only by their drive's
+  commits, not by the worker's timer. A wake time is the clock reading of the process
+  that journaled the answer: workers whose clocks lag behind it claim the run late by
+  the skew. ``plait gc`` leaves content-addressed payload nodes (``collect_garbage``).
 
 The clock is the runtime's (``PLAIT_NOW_MS`` pins it), the lease TTL ``PLAIT_LEASE_TTL_MS``.
 """
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -189,7 +197,16 @@ class Worker:
                         break
                     claimed = []
                 else:
-                    claimed = self._claim(pool)
+                    try:
+                        claimed = self._claim(pool)
+                    except PlaitError as exc:
+                        if self.once or exc.code != "E020":
+                            raise
+                        # The database is unreachable for now: the runs in flight will
+                        # fail their next write or finish; claiming resumes when it is back.
+                        self._log(f"cannot claim: {exc}; retrying in {self.poll_s:g} s")
+                        self._wakeup.wait(self.poll_s)
+                        continue
                 if self.once and not claimed and not self._in_flight:
                     break
                 if claimed and len(self._in_flight) < self.concurrency:
@@ -262,6 +279,9 @@ class Worker:
             try:
                 self.store.renew_lease(claim.run_id, claim.token, now, self.ttl_ms)
             except PlaitError as exc:
+                if exc.code != "E021":  # storage trouble: the drive's own writes decide
+                    self._log(f"run {claim.run_id}: cannot renew its lease: {exc}")
+                    continue
                 if future.done() or (claim.run_id, claim.token) in self._lost:
                     continue
                 self._lost.add((claim.run_id, claim.token))
@@ -301,7 +321,7 @@ class Worker:
             key = (str(source), stat.st_mtime_ns, stat.st_size)
             workflow = self._workflows.get(key)
             if workflow is None:
-                workflow = load_workflow(Path(source))
+                workflow = _plan_once(load_workflow(Path(source)))
                 self._workflows = {k: v for k, v in self._workflows.items() if k[0] != key[0]}
                 self._workflows[key] = workflow
             return workflow
@@ -327,6 +347,20 @@ class Worker:
             except PlaitError as exc:
                 self._log(f"notifications lost ({exc}); polling every {self.poll_s:g} s")
                 return
+
+
+def _plan_once(workflow: Workflow) -> Workflow:
+    """``workflow`` whose ``plan()`` is computed once, not at every drive.
+
+    Every drive validates the definition again (``to_manifest`` and ``make_env`` each
+    call ``plan()``, which checks every tool's JSON schema): for a small workflow that
+    costs more than the drive's database work. A ``Workflow`` is a frozen dataclass, so
+    its plan is a pure function of its fields and this one shared instance may keep it;
+    ``dataclasses.replace`` copies (a pinned MCP catalogue) compute their own.
+    """
+    with contextlib.suppress(AttributeError, TypeError):  # a slotted Workflow: no cache
+        object.__setattr__(workflow, "plan", functools.cache(workflow.plan))
+    return workflow
 
 
 def collect_garbage(runtime: Runtime, older_than_ms: int) -> dict[str, Any]:

@@ -1,0 +1,184 @@
+"""What a worker claims, wakes, fences and collects, on both stores, in this process.
+
+``claim_work``'s rule (queued; running with a dead or released lease; parked with a due
+wake time; top-level runs only), the wake times ``Runtime`` records (answers, timers,
+ask expiries), fencing of a drive under a token that was taken over, and ``gc``'s rule
+(finished trees only). The multi-process behaviour is in test_workers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plait import PlaitError, Runtime
+from plait.driver.worker import Worker, collect_garbage
+from plait.store import open_store
+from plait.store.records import LeaseOwner, RecordWrite, RunInfo, StatusWrite
+from workers.support import ASK_FLOW, FLOW, T0, TIMER_FLOW, enqueue, executions
+
+A = LeaseOwner("host-a", 1, 1)
+B = LeaseOwner("host-b", 2, 2)
+TTL = 1_000
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/plait.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def store(db: str) -> Iterator[Any]:
+    opened = open_store(db)
+    yield opened
+    opened.close()
+
+
+def add_run(store: Any, run_id: str, status: str, created: int, parent: str | None = None) -> None:
+    store.create_run(RunInfo(run_id, "wf", status, "p", parent, created, created), {"input": None})
+
+
+def test_claim_work_takes_exactly_the_runs_a_worker_should_drive(store: Any) -> None:
+    add_run(store, "queued", "queued", 1)
+    add_run(store, "starting", "running", 2)  # being started: no lease row yet
+    add_run(store, "crashed", "running", 3)
+    add_run(store, "parked", "parked", 4)
+    add_run(store, "answered", "parked", 5)
+    add_run(store, "later", "parked", 6)
+    add_run(store, "done", "completed", 7)
+    add_run(store, "queued~child", "queued", 8, parent="queued")
+    add_run(store, "held", "queued", 9)
+    store.acquire_lease("crashed", B, 0, TTL, lambda owner: True)
+    store.acquire_lease("held", B, 0, 10 * TTL, lambda owner: True)
+    store.set_wake("answered", 50)
+    store.set_wake("later", 10 * TTL)
+    store.set_wake("done", 50)
+    # At TTL/2 "crashed" still holds a live lease.
+    assert [r for r, _ in store.claim_work(A, TTL // 2, TTL, limit=10)] == ["queued", "answered"]
+    assert store.wake_of("answered") is None  # the claim cleared it
+    assert store.wake_of("later") == 10 * TTL
+    # Those leases are live now; "crashed"'s has expired: taken over with the next token.
+    assert store.claim_work(A, TTL, TTL, limit=10) == [("crashed", 2)]
+    # A claim marks queued and parked runs running: should their worker die, the run is
+    # taken over once the lease lapses, as "answered" is here.
+    assert store.get_run("answered").status == "running"
+    assert store.get_run("queued").status == "running"
+    assert store.claim_work(B, 10 * TTL, TTL, limit=10, exclude=["queued"]) == [
+        ("crashed", 3),
+        ("answered", 2),
+        ("later", 1),
+        ("held", 2),
+    ]
+    assert store.claim_work(B, 12 * TTL, TTL) == [("queued", 2)]  # oldest first
+
+
+def test_set_wake_keeps_the_earlier_time_unless_replaced(store: Any) -> None:
+    add_run(store, "r", "parked", 1)
+    assert store.wake_of("r") is None
+    store.set_wake("r", 500)
+    store.set_wake("r", 900)
+    store.set_wake("r", None)
+    assert store.wake_of("r") == 500
+    store.set_wake("r", 100)
+    assert store.wake_of("r") == 100
+    store.set_wake("r", None, replace=True)
+    assert store.wake_of("r") is None
+    with pytest.raises(PlaitError) as err:
+        store.wake_of("nope")
+    assert err.value.code == "E017"
+
+
+def run_worker(db: str, now: int) -> dict[str, Any]:
+    with Runtime(db, principal="tester", clock=lambda: now) as rt:
+        return Worker(rt, once=True, concurrency=3).run().to_json()
+
+
+def test_a_worker_drives_queued_runs_and_wakes_answered_and_due_ones(
+    db: str, tmp_path: Path
+) -> None:
+    count = str(tmp_path / "c")
+    enqueue(db, FLOW, {"line": {"count_file": count, "n": 1}}, clock=T0)
+    enqueue(db, ASK_FLOW, {"asks": {"count_file": count, "n": 1}}, clock=T0)
+    enqueue(db, TIMER_FLOW, {"naps": {"count_file": count, "n": 1}}, clock=T0)
+    first = run_worker(db, T0)
+    assert first["statuses"] == {"completed": 1, "parked": 2} and first["errors"] == []
+    assert run_worker(db, T0)["driven"] == 0  # nothing is due: parked runs stay put
+    with Runtime(db, principal="other", clock=lambda: T0 + 10) as rt:
+        assert rt.store.wake_of("naps") == T0 + 60_000  # the timer's wake time
+        [ask] = rt.asks("asks")
+        rt.respond("asks", ask["ask_id"], {"b": 3})
+        assert rt.store.wake_of("asks") == T0 + 10
+    assert run_worker(db, T0 + 10)["statuses"] == {"completed": 1}  # the answered one
+    assert run_worker(db, T0 + 59_999)["driven"] == 0
+    assert run_worker(db, T0 + 60_000)["statuses"] == {"completed": 1}  # the timer is due
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        assert {i.run_id: i.status for i in rt.store.list_runs()} == {
+            "line": "completed",
+            "asks": "completed",
+            "naps": "completed",
+        }
+        assert rt.show("asks").context["c"] == 4
+        for run_id in ("line", "asks", "naps"):
+            assert rt.verify(run_id).verified
+    assert set(executions(Path(count)).values()) == {1}
+
+
+def test_an_expired_ask_wakes_its_run(db: str, tmp_path: Path) -> None:
+    flow = tmp_path / "ask.yaml"
+    flow.write_text(ASK_FLOW.read_text() + "asks: {ttl_s: 60}\n")
+    (tmp_path / "workertools.py").write_text((FLOW.parent / "workertools.py").read_text())
+    enqueue(db, flow, {"e": {"count_file": str(tmp_path / "c"), "n": 1}}, clock=T0)
+    assert run_worker(db, T0)["statuses"] == {"parked": 1}
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        wake = rt.store.wake_of("e")
+    assert wake is not None and T0 + 60_000 < wake <= T0 + 62_000
+    assert run_worker(db, wake - 1)["driven"] == 0
+    report = run_worker(db, wake)
+    assert report["statuses"] == {"failed": 1}, report  # the ask timed out: the run fails
+
+
+def test_a_drive_under_a_token_that_was_taken_over_writes_nothing(db: str, tmp_path: Path) -> None:
+    enqueue(db, FLOW, {"f": {"count_file": str(tmp_path / "c"), "n": 1}}, clock=T0)
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        [(_, stale)] = rt.store.claim_work(A, T0, TTL)
+        [(_, fresh)] = rt.store.claim_work(B, T0 + TTL, TTL)  # A's lease expired
+        assert fresh == stale + 1
+        before = rt.store.load_journal("f")
+        with pytest.raises(PlaitError) as err:
+            asyncio.run(rt.resume("f", token=stale))
+        assert err.value.code == "E021"
+        after = rt.store.load_journal("f")
+        assert (after.records, after.intents) == (before.records, before.intents)
+        assert rt.store.get_run("f").status == "running"  # since the claim
+        assert not (tmp_path / "c").exists()  # fenced before any effect was dispatched
+        assert asyncio.run(rt.resume("f", token=fresh)).status == "completed"
+        assert rt.verify("f").verified
+
+
+def test_gc_takes_whole_finished_trees_only(db: str, tmp_path: Path) -> None:
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        store = rt.store
+        for run_id in ("old", "tree", "busy", "raised", "leased"):
+            add_run(store, run_id, "running", 0)
+            store.commit(run_id, None, [RecordWrite("x", {}), StatusWrite("completed", None, 0)])
+        add_run(store, "tree~a", "running", 0, parent="tree")
+        store.commit("tree~a", None, [StatusWrite("failed", None, 0)])
+        add_run(store, "busy~a", "parked", 0, parent="busy")  # a parked child keeps its tree
+        store.set_wake("raised", 0)  # a worker is about to drive it on (budget raised)
+        store.acquire_lease("leased", B, T0, TTL, lambda owner: True)
+        add_run(store, "parked", "parked", 0)
+        add_run(store, "queued", "queued", 0)
+        assert collect_garbage(rt, 60_000) == {"deleted": 3, "runs": ["old", "tree", "tree~a"]}
+        assert collect_garbage(rt, 60_000) == {"deleted": 0, "runs": []}
+        remaining = {info.run_id for info in store.list_runs()}
+        assert remaining == {"busy", "busy~a", "raised", "leased", "parked", "queued"}
+        with pytest.raises(PlaitError):
+            store.load_journal("old")
+    with Runtime(db, principal="tester", clock=lambda: 0) as rt:
+        assert collect_garbage(rt, 0) == {"deleted": 0, "runs": []}  # nothing older than now
