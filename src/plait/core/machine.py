@@ -24,6 +24,8 @@ class StepContext:
     state: SchedulerState
     reduce: Reducer
     commands: list[Command]
+    inputs: bool = False
+    """A steering message arrived in this call (a parked run must checkpoint it)."""
 
 
 def emit_effect(

@@ -116,6 +116,7 @@ def _apply(s: StepContext, event: Event) -> None:
     elif isinstance(event, InputReceived):
         state.inbox.append(event.message)
         state.inputs_seen += 1
+        s.inputs = True
     elif isinstance(event, BudgetRaised):
         # The driver hands the raised ceilings in the env; the core only re-arms the run.
         state.exhausted = None
@@ -126,6 +127,11 @@ def _apply(s: StepContext, event: Event) -> None:
         ask = state.pending_asks.pop(event.ask_id, None)
         if ask is not None:
             state.announced_asks.discard(event.ask_id)
+            if state.paused_at is not None and isinstance(state.phase, OpenPhase):
+                # Unparked: the wait was elapsed time; from here wall time is charged again.
+                state.elapsed_ms += state.clock_ms - state.paused_at
+                state.paused_at = None
+                state.wall_open = state.clock_ms
             key = JournalKey.from_json(ask["key"])
             state.node_state[s.env.plan.index[key.node]] = DISPATCHED
             _resolve(s, key, event.outcome)
@@ -370,7 +376,7 @@ def _park(s: StepContext, phase: OpenPhase) -> None:
         state.wall_open = None
         state.paused_at = state.clock_ms
     fresh = sorted(a for a in state.pending_asks if a not in state.announced_asks)
-    if not fresh:
+    if not fresh and not s.inputs:
         return  # polled again while parked: nothing new to checkpoint or announce
     state.announced_asks.update(fresh)
     record = DecisionRecord.from_json(phase.record.to_json())
