@@ -156,6 +156,20 @@ def encode_text(
     return cutter.value(value), cutter.nodes
 
 
+def collecting_encoder(
+    nodes: dict[str, bytes], known: Container[str], memo: HashMemo | None
+) -> Callable[[JSON], str]:
+    """value -> a store row's payload text; the nodes it needs (and the store lacks) go
+    into ``nodes`` for the same transaction to insert."""
+
+    def cut(value: JSON) -> str:
+        text, new = encode_text(value, known=known, memo=memo)
+        nodes.update(new)
+        return text
+
+    return cut
+
+
 def decode(
     root: JSON,
     fetch: Callable[[str], bytes],

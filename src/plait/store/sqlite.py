@@ -27,7 +27,7 @@ from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import ChunkError, HashMemo, decode, encode_text
+from plait.store.chunks import ChunkError, HashMemo, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 from plait.store.rows import (
@@ -430,13 +430,7 @@ class SqliteStore:
 
     def _encoder(self, nodes: dict[str, bytes]) -> Callable[[JSON], str]:
         """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
-
-        def cut(value: JSON) -> str:
-            text, new = encode_text(value, known=self._known, memo=self._memo)
-            nodes.update(new)
-            return text
-
-        return cut
+        return collecting_encoder(nodes, self._known, self._memo)
 
     def _decoder(self, conn: sqlite3.Connection, cache: dict[str, JSON]) -> Callable[[str], JSON]:
         """payload text -> value, fetching (and checking) nodes through ``conn``."""
