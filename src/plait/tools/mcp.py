@@ -43,6 +43,7 @@ from plait.core.outcomes import Completed, EffectOutcome, Failed
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+
     from plait.workflow import Workflow
 
     W = TypeVar("W", bound=Workflow)
