@@ -355,8 +355,10 @@ def test_checkpoint_whose_recorded_hash_is_wrong_is_e010(backend: Backend, store
 
 
 def test_checkpoint_value_that_does_not_match_its_bytes_is_caught_on_read(store: Store) -> None:
+    """Only a large checkpoint is cut from its value; a small one is stored from its bytes."""
     new_run(store)
-    write = CheckpointWrite(1, dumpb({"n": 1}), value={"n": 2})
+    big = ["x" * 100] * 100
+    write = CheckpointWrite(1, dumpb({"n": 1, "big": big}), value={"n": 2, "big": big})
     store.commit("r1", None, [write])
     expect("E010", lambda: store.read_checkpoint("r1", 1))
 
@@ -479,3 +481,25 @@ def test_a_read_only_database_refuses_writes_with_e020(backend: Backend) -> None
         expect("E020", lambda: new_run(store, "r2"))
     finally:
         store.close()
+
+
+def test_records_after_sees_what_another_connection_and_this_one_write(
+    backend: Backend, store: Store
+) -> None:
+    """A driver asks between waves; a cancel from anywhere must be seen at the next ask."""
+    new_run(store)
+    kinds = ("cancel", "inbox")
+    assert store.records_after("r1", 0, kinds) == []
+    store.commit("r1", None, [RecordWrite("feed", {"events": []})])  # not a watched kind
+    assert store.records_after("r1", 0, kinds) == []
+    other = backend.open()
+    try:
+        other.commit("r1", None, [RecordWrite("cancel", {"by": "bob", "reason": "stop"})])
+    finally:
+        other.close()
+    found = store.records_after("r1", 0, kinds)
+    assert found == [Record(2, "cancel", {"by": "bob", "reason": "stop"})]
+    assert store.records_after("r1", 2, kinds) == []
+    store.commit("r1", None, [RecordWrite("inbox", {"message": "hi"})])
+    assert store.records_after("r1", 2, kinds) == [Record(3, "inbox", {"message": "hi"})]
+    assert store.records_after("r1", 0, kinds) == [*found, Record(3, "inbox", {"message": "hi"})]

@@ -92,9 +92,13 @@ def call_id(key: JournalKey) -> str:
     return hashlib.sha256(_PREFIX + _key_bytes(key)).hexdigest()
 
 
-def idempotency_key(key: JournalKey, input_value: JSON) -> str:
-    """Handed to executors; identical on redelivery of the same effect with the same input."""
-    return hashlib.sha256(_IDEM_PREFIX + _key_bytes(key) + _SEP + dumpb(input_value)).hexdigest()
+def idempotency_key(key: JournalKey, input_value: JSON, *, canonical: str | None = None) -> str:
+    """Handed to executors; identical on redelivery of the same effect with the same input.
+
+    ``canonical``, when the caller has it, is ``dumps(input_value)`` (not computed twice).
+    """
+    data = dumpb(input_value) if canonical is None else canonical.encode("utf-8")
+    return hashlib.sha256(_IDEM_PREFIX + _key_bytes(key) + _SEP + data).hexdigest()
 
 
 def child_run_id(parent_run_id: str, key: JournalKey) -> str:

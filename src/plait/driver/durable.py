@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id, idempotency_key
@@ -73,7 +74,8 @@ class DurableJournal:
 
     def intent(self, command: WriteIntent) -> str:
         key = command.key
-        idem = idempotency_key(key, command.input)
+        text = dumps(command.input)
+        idem = idempotency_key(key, command.input, canonical=text)
         if key in self._intents:
             if key not in self._results:
                 if self._on_dangling == "fail":
@@ -98,6 +100,7 @@ class DurableJournal:
                 superstep=command.superstep,
                 clock_ms=command.clock_ms,
                 idempotency_key=idem,
+                input_text=text,
             )
         )
         return idem
@@ -109,7 +112,9 @@ class DurableJournal:
     def result(self, key: JournalKey, outcome: EffectOutcome, clock_ms: int) -> None:
         if self._crash is not None:
             self._crash.passed("result")
-        self._pending.append(ResultWrite(key, outcome.to_json(), clock_ms, journal_bytes(outcome)))
+        value = outcome.to_json()
+        size = journal_bytes(outcome)
+        self._pending.append(ResultWrite(key, value, clock_ms, size, outcome_text=dumps(value)))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
         self._pending.append(CheckpointWrite(command.superstep, command.data))

@@ -42,7 +42,7 @@ import json.encoder
 import math
 from collections.abc import Callable, Container, Hashable, Sequence
 from hashlib import sha256
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from plait.core.canonical import JSON, CanonicalJSONError, loads
 from plait.core.transcript import Entry
@@ -156,16 +156,22 @@ def encode_text(
     return cutter.value(value), cutter.nodes
 
 
+class RowEncoder(Protocol):
+    """(value, its canonical text if the caller has it) -> a store row's payload text."""
+
+    def __call__(self, value: JSON, text: str | None = None, /) -> str: ...
+
+
 def collecting_encoder(
     nodes: dict[str, bytes], known: Container[str], memo: HashMemo | None
-) -> Callable[[JSON], str]:
-    """value -> a store row's payload text; the nodes it needs (and the store lacks) go
-    into ``nodes`` for the same transaction to insert."""
+) -> RowEncoder:
+    """(value, its canonical text if known) -> a store row's payload text; the nodes it
+    needs (and the store lacks) go into ``nodes`` for the same transaction to insert."""
 
-    def cut(value: JSON) -> str:
-        text, new = encode_text(value, known=known, memo=memo)
+    def cut(value: JSON, text: str | None = None, /) -> str:
+        root, new = encode_text(value, known=known, memo=memo, text=text)
         nodes.update(new)
-        return text
+        return root
 
     return cut
 

@@ -45,7 +45,7 @@ from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import ChunkError, HashMemo, collecting_encoder, decode
+from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.postgres_schema import migrate
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
@@ -611,7 +611,7 @@ class PostgresStore:
 
     # --- internals ---
 
-    def _encoder(self, nodes: dict[str, bytes]) -> Callable[[JSON], str]:
+    def _encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
         """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
         return collecting_encoder(nodes, self._known, self._memo)
 

@@ -64,7 +64,11 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class IntentWrite:
-    """An effect about to be dispatched; journaled before the dispatch."""
+    """An effect about to be dispatched; journaled before the dispatch.
+
+    ``input_text``, when given, must be the canonical JSON of ``input`` (the driver has
+    it already for the idempotency key): it spares the store encoding ``input`` again.
+    """
 
     key: JournalKey
     executor: str
@@ -72,16 +76,22 @@ class IntentWrite:
     superstep: int
     clock_ms: int
     idempotency_key: str
+    input_text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
 class ResultWrite:
-    """An effect's outcome (``{"Completed": ...}`` or ``{"Failed": ...}``), once per key."""
+    """An effect's outcome (``{"Completed": ...}`` or ``{"Failed": ...}``), once per key.
+
+    ``outcome_text``, when given, must be the canonical JSON of ``outcome`` (as
+    ``IntentWrite.input_text``).
+    """
 
     key: JournalKey
     outcome: JSON
     clock_ms: int
     journal_bytes: int
+    outcome_text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -89,8 +99,9 @@ class CheckpointWrite:
     """The canonical JSON bytes of one checkpoint; read back byte for byte.
 
     ``value``, when given, must be the value ``data`` encodes (a checkpoint is an object,
-    never null): it spares the store parsing ``data`` again on the hot path. A value that
-    does not match is caught when the checkpoint is read (PLAIT-E010), not when written.
+    never null): it spares the store parsing a large ``data`` again on the hot path (a
+    small one is stored from ``data`` itself). A value that does not match is caught when
+    the checkpoint is read (PLAIT-E010), not when written.
     """
 
     superstep: int

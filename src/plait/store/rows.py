@@ -13,6 +13,7 @@ from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.keys import JournalKey
+from plait.store.chunks import RowEncoder
 from plait.store.records import (
     CheckpointMeta,
     CheckpointWrite,
@@ -51,7 +52,7 @@ def run_from_row(row: Row) -> RunInfo:
     return RunInfo(row[0], row[1], row[2], row[3], row[4], row[5], row[6], outcome)
 
 
-def write_row(write: Write, encode: Callable[[JSON], str]) -> Row:
+def write_row(write: Write, encode: RowEncoder) -> Row:
     """What one write becomes, tagged by its first element.
 
     ``intent``/``result``/``checkpoint``/``record``: the JOURNAL_COLUMNS values;
@@ -60,22 +61,24 @@ def write_row(write: Write, encode: Callable[[JSON], str]) -> Row:
     if isinstance(write, IntentWrite):
         return ("intent", _key_text(write.key), write.executor, None, write.superstep,
                 write.clock_ms, write.idempotency_key, None, None, None,
-                encode(write.input))  # fmt: skip
+                encode(write.input, write.input_text))  # fmt: skip
     if isinstance(write, ResultWrite):
         return ("result", _key_text(write.key), None, None, None, write.clock_ms, None,
-                write.journal_bytes, None, None, encode(write.outcome))  # fmt: skip
+                write.journal_bytes, None, None,
+                encode(write.outcome, write.outcome_text))  # fmt: skip
     if isinstance(write, CheckpointWrite):
-        value = loads(write.data) if write.value is None else write.value
+        text = write.data.decode("utf-8")
+        value = loads(text) if write.value is None else write.value
         return ("checkpoint", None, None, None, write.superstep, None, None, None,
-                digest(write.data), len(write.data), encode(value))  # fmt: skip
+                digest(write.data), len(write.data), encode(value, text))  # fmt: skip
     if isinstance(write, RecordWrite):
         return ("record", None, None, write.kind, None, None, None, None, None, None,
-                encode(write.body))  # fmt: skip
+                encode(write.body, None))  # fmt: skip
     if isinstance(write, StatusWrite):
         outcome = None if write.outcome is None else dumps(write.outcome)
         return ("status", write.status, outcome, write.updated_ms)
     if isinstance(write, ManifestWrite):
-        return ("manifest", encode(write.manifest))
+        return ("manifest", encode(write.manifest, None))
     raise TypeError(f"not a store write: {write!r}")
 
 

@@ -27,7 +27,7 @@ from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import ChunkError, HashMemo, collecting_encoder, decode
+from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 from plait.store.rows import (
@@ -121,6 +121,10 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._known: set[str] = set()
         self._memo = HashMemo()
+        # records_after between waves: (run, kinds) -> (version, seq) after which nothing
+        # of those kinds existed when the database was at that version (see _version).
+        self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
+        self._records_written: dict[str, int] = {}
         memory = self.path == ":memory:"
         try:
             if read_only:
@@ -339,6 +343,9 @@ class SqliteStore:
                         )
                         continue
                     seq += 1
+                    if op[0] == "record":
+                        kind = op[3]
+                        self._records_written[kind] = self._records_written.get(kind, 0) + 1
                     if op[0] == "manifest":
                         conn.execute(
                             "INSERT INTO manifests (run_id, seq, payload) VALUES (?, ?, ?)",
@@ -370,16 +377,40 @@ class SqliteStore:
         return journal
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
-        marks = ", ".join("?" for _ in kinds)
-        with self._lock, self._read() as conn:
-            rows = conn.execute(
-                "SELECT seq, record_kind, payload FROM journal INDEXED BY journal_records"
-                " WHERE run_id = ? AND seq > ?"
-                f" AND item = 'record' AND record_kind IN ({marks}) ORDER BY seq",
-                (run_id, after_seq, *kinds),
-            ).fetchall()
-            decode = self._decoder(conn, {})
-            return [Record(seq, kind, decode(payload)) for seq, kind, payload in rows]
+        """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
+
+        Usually nothing came: when no other connection committed and this one wrote no
+        record of these kinds since a query found none past ``after_seq``, the answer is
+        known without reading the journal.
+        """
+        watch = (run_id, tuple(kinds))
+        with self._lock:
+            version = self._version(watch[1])
+            known = self._nothing_after.get(watch)
+            if known is not None and known[0] == version and after_seq >= known[1]:
+                return []
+            marks = ", ".join("?" for _ in kinds)
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT seq, record_kind, payload FROM journal INDEXED BY journal_records"
+                    " WHERE run_id = ? AND seq > ?"
+                    f" AND item = 'record' AND record_kind IN ({marks}) ORDER BY seq",
+                    (run_id, after_seq, *kinds),
+                ).fetchall()
+                decode = self._decoder(conn, {})
+                found = [Record(seq, kind, decode(payload)) for seq, kind, payload in rows]
+            last = max([after_seq, *(record.seq for record in found)])
+            self._nothing_after[watch] = (version, last)
+            return found
+
+    def _version(self, kinds: tuple[str, ...]) -> tuple[int, ...]:
+        """Changes as this connection can see them: other connections' commits (SQLite's
+        ``data_version``) and its own records of ``kinds``."""
+        try:
+            (data_version,) = self._conn.execute("PRAGMA data_version").fetchone()
+        except sqlite3.Error as exc:
+            raise self._storage_error(exc) from exc
+        return (int(data_version), *(self._records_written.get(kind, 0) for kind in kinds))
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._lock, self._read() as conn:
@@ -428,7 +459,7 @@ class SqliteStore:
 
     # --- internals ---
 
-    def _encoder(self, nodes: dict[str, bytes]) -> Callable[[JSON], str]:
+    def _encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
         """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
         return collecting_encoder(nodes, self._known, self._memo)
 
