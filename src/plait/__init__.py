@@ -6,7 +6,16 @@ memory with ``run_sync``; or run one model with its tools as an ``Agent``
 (a one-node workflow on the same journal); every error is a ``PlaitError`` with a PLAIT-Ennn code.
 """
 
-from plait.agent import Agent, AgentRunState, RunStatus, RunUsage, ToolCallPart, ToolReturnPart
+from plait.agent import (
+    Agent,
+    AgentRunState,
+    Approval,
+    DeferredError,
+    RunStatus,
+    RunUsage,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from plait.core.errors import PlaitError
 from plait.driver.call import CallInfo, current_call
 from plait.driver.inprocess import run_in_memory, run_sync
@@ -18,7 +27,9 @@ from plait.workflow import Workflow, load_workflow
 __all__ = [
     "Agent",
     "AgentRunState",
+    "Approval",
     "CallInfo",
+    "DeferredError",
     "PlaitError",
     "RunResult",
     "RunStatus",

@@ -313,16 +313,6 @@ def test_idle_messages_lists_steering_messages_not_yet_fed_to_the_run(scripted, 
     assert agent.state(stopped.run_id).idle_messages == ("Apply the 2-cent discount.",)
 
 
-def test_resume_with_approvals_or_deferred_results_is_not_available_yet(scripted, db):
-    agent = order_agent(scripted(LOOKUP_THEN_ANSWER), db)
-    result = agent.run_sync("Total?")
-
-    with pytest.raises(NotImplementedError, match="human-in-the-loop"):
-        agent.resume_sync(result.run_id, approvals={"call-1": True})
-    with pytest.raises(NotImplementedError):
-        agent.resume_sync(result.run_id, deferred={"call-1": {"ok": True}})
-
-
 def test_resuming_a_finished_run_reads_it_back_without_calling_the_model(scripted, db):
     spec = scripted(LOOKUP_THEN_ANSWER)
     result = order_agent(spec, db).run_sync("Total?")

@@ -2,10 +2,12 @@
 
 An agent is a workflow of one abstract node, run on the same journal, resume
 and verify as any workflow; ``AgentRunState`` is a run read back from that
-journal, and ``run_stream`` yields the events of ``plait.agent.stream``.
+journal, ``run_stream`` yields the events of ``plait.agent.stream``, and
+``Approval`` / ``DeferredError`` answer waiting tool calls in ``Agent.resume``.
 """
 
 from plait.agent.agent import NODE, Agent
+from plait.agent.hitl import Approval, DeferredError
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_state import (
     AgentRunState,
@@ -31,7 +33,9 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentRunState",
+    "Approval",
     "BeforeRequest",
+    "DeferredError",
     "HookedModel",
     "RunFinished",
     "RunStatus",

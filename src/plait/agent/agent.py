@@ -23,6 +23,7 @@ from typing import Any, Generic, cast, overload
 
 from pydantic import BaseModel
 
+from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_state import (
     AGENT_RECORD,
@@ -32,8 +33,9 @@ from plait.agent.run_state import (
 )
 from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
 from plait.core.state import SchedulerState
+from plait.driver.answers import current_state
 from plait.driver.clock import Clock
-from plait.driver.runtime import Runtime
+from plait.driver.runtime import Runtime, pinned_workflow
 from plait.driver.verify import VerifyReport
 from plait.models.base import Model, model_from_spec
 from plait.store.base import Store
@@ -47,7 +49,7 @@ ToolFunc = Callable[..., Any]
 
 
 class Agent(Generic[OutputT]):
-    """A durable agent: ``run``/``run_sync``/``run_stream`` a prompt, ``resume``, ``verify``.
+    """A durable agent: ``run``/``run_stream`` a prompt, ``resume``/``send`` to it, ``verify``.
 
     ``model`` is a spec (``openai:gpt-4o-mini``, ``scripted:answers.json``; a
     relative path is read from the current folder) or a ``Model`` object, which
@@ -193,17 +195,27 @@ class Agent(Generic[OutputT]):
         self,
         run_id: str,
         *,
-        approvals: Mapping[str, Any] | None = None,
+        approvals: Mapping[str, bool | Approval] | None = None,
         deferred: Mapping[str, Any] | None = None,
+        by: str | None = None,
     ) -> AgentRunState[OutputT]:
-        """Continue a run after a crash or a park; a finished run is read back as it is."""
-        if approvals or deferred:
-            raise NotImplementedError(
-                "Agent.resume(approvals=..., deferred=...) is not available yet: answers to"
-                " approval-required and deferred tools arrive with human-in-the-loop support"
-                " (ARCHITECTURE.md §8); resume without them to drive the run on"
-            )
+        """Answer the run's waiting tool calls, if any, then drive it on; returns its new state.
+
+        Without answers this continues a run after a crash or a park (a finished
+        run is read back as it is). ``approvals`` answers approval-required calls
+        and ``deferred`` deferred ones, both keyed by the tool call id listed in
+        ``pending_approvals()`` / ``pending_deferred_tools()``: an approval is
+        ``True``, ``False`` or ``Approval(approved, reason)``; a deferred result is
+        any JSON value (a pydantic model is dumped to JSON), or
+        ``DeferredError(message)`` for a call that failed. Every pending call is
+        answered at once (§10). Each answer is journaled by its ask id through
+        ``Runtime.respond``, as ``by`` (default: the agent's principal), with
+        every rule of ``plait respond``; the whole batch is checked first, so a
+        batch with an invalid answer raises and journals nothing.
+        """
         runtime = self._runtime(observer=None, model=self._model(None, None))
+        if approvals or deferred:
+            self._answer(runtime, run_id, approvals or {}, deferred or {}, by)
         await runtime.resume(run_id, workflow=self.workflow())
         return self.state(run_id)
 
@@ -211,10 +223,22 @@ class Agent(Generic[OutputT]):
         self,
         run_id: str,
         *,
-        approvals: Mapping[str, Any] | None = None,
+        approvals: Mapping[str, bool | Approval] | None = None,
         deferred: Mapping[str, Any] | None = None,
+        by: str | None = None,
     ) -> AgentRunState[OutputT]:
-        return asyncio.run(self.resume(run_id, approvals=approvals, deferred=deferred))
+        return asyncio.run(self.resume(run_id, approvals=approvals, deferred=deferred, by=by))
+
+    def send(self, run_id: str, message: str) -> None:
+        """Journal a steering message for the run (``plait send``); it does not drive the run.
+
+        A driver running the run takes it between two waves; a parked run gets it
+        when next driven (``resume``). It waits in ``idle_messages`` until the
+        model next gives a final answer: then it is appended to the transcript as
+        a user entry and the loop goes on with another turn instead of finishing
+        (§6.7). A message to a finished run is journaled and goes nowhere.
+        """
+        self._runtime(observer=None).send(run_id, message)
 
     # --- reading ------------------------------------------------------------------
 
@@ -264,6 +288,40 @@ class Agent(Generic[OutputT]):
         runtime = self._runtime(observer=observer, model=self._model(run_id, emit))
         await runtime.start(workflow, {"prompt": prompt}, run_id=run_id)
         return self.state(run_id)
+
+    def _answer(
+        self,
+        runtime: Runtime,
+        run_id: str,
+        approvals: Mapping[str, bool | Approval],
+        deferred: Mapping[str, Any],
+        by: str | None,
+    ) -> None:
+        """Check every answer, then journal them one by one through ``Runtime.respond``."""
+        state = self.state(run_id)  # PLAIT-E017 for an unknown run
+        store = self._open_store()
+        manifest = dict(store.manifests(run_id)[0])
+        pinned_workflow(manifest, self.workflow())  # PLAIT-E010 before any answer is written
+        responder = by or runtime.principal
+        planned = plan_answers(
+            state,
+            current_state(store, run_id),
+            manifest.get("principal"),
+            approvals,
+            deferred,
+            by=responder,
+            now_ms=runtime.clock(),
+        )
+        for answer in planned:
+            runtime.respond(
+                run_id,
+                answer.ask_id,
+                answer.result,
+                deny=answer.deny,
+                approve=answer.approve,
+                reason=answer.reason,
+                by=responder,
+            )
 
     def _model(self, run_id: str | None, emit: Emit | None) -> HookedModel:
         if isinstance(self.model, str):

@@ -11,6 +11,9 @@ Reading rules (what "pending" means here):
 - tool calls are *pending* when their effect has an intent but no result, and
   their returns are *pending* when they arrived after the last model turn began
   and no later turn has been sent with them;
+- approvals and deferred tool returns are *pending* while their ask is pending in
+  the latest checkpoint and no answer to it is journaled (an answer journaled by
+  ``plait respond`` but not yet driven on no longer waits for anyone);
 - idle messages are steering messages not yet taken into the transcript: those
   the core holds in its inbox (as of the latest checkpoint), then those journaled
   but not yet fed.
@@ -28,6 +31,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from plait.core.canonical import loads
+from plait.core.keys import JournalKey
 from plait.core.llm_loop import CALL_PREFIX
 from plait.core.state import SchedulerState
 from plait.driver.feeds import FEED
@@ -100,13 +104,19 @@ class ToolCallPart:
 
 @dataclass(frozen=True)
 class ToolReturnPart:
-    """What a tool call returned (``content``); None while it waits for a human (``ask_id``)."""
+    """What a tool call returned (``content``); None while it waits for a human.
+
+    A call waiting for a human (an approval or a deferred result) has the id of
+    its ask (``ask_id``, what ``plait respond`` answers) and the arguments the
+    model called it with (``args``, the ask's input).
+    """
 
     tool_name: str
     tool_call_id: str
     content: Any = None
     is_error: bool = False
     ask_id: str | None = None
+    args: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +194,7 @@ def read_run_state(
     status = _STATUS.get(info.status, RunStatus.RUNNING)
     output = latest.text if status is RunStatus.COMPLETED and latest is not None else None
     calls, returns = _pending_tools(journal, last_turn, answer)
-    approvals, deferred = _hitl(state, calls)
+    approvals, deferred = _hitl(state, journal, calls)
     extra = _agent_record(journal)
     pinned = _dict(_dict(store.manifests(run_id)[0]).get("workflow"))
     return AgentRunState(
@@ -292,25 +302,36 @@ def _pending_tools(
 
 
 def _hitl(
-    state: SchedulerState | None, calls: Sequence[ToolCallPart]
+    state: SchedulerState | None, journal: Journal, calls: Sequence[ToolCallPart]
 ) -> tuple[tuple[ToolReturnPart, ...], tuple[ToolReturnPart, ...]]:
     """Tool calls parked on a human (§8): approval-required first list, deferred second."""
-    if state is None:
+    if state is None or state.is_terminal():
         return (), ()
     approvals: list[ToolReturnPart] = []
     deferred: list[ToolReturnPart] = []
-    for ask_id in sorted(state.pending_asks):
-        ask = _dict(_dict(state.pending_asks[ask_id]).get("ask"))
+    for ask_id in sorted(state.pending_asks, key=lambda a: _ask_order(state, a)):
+        entry = _dict(state.pending_asks[ask_id])
+        ask = _dict(entry.get("ask"))
         name = ask.get("tool_name")
         if not name:
-            continue  # an ask node, not a tool call
-        call_id = next(
+            continue  # an ask node (or a timer, a child run), not a tool call
+        if "key" in entry and JournalKey.from_json(entry["key"]) in journal.results:
+            continue  # answered; the next drive settles it
+        # The loop keeps the model's call id with the ask; older checkpoints may lack it.
+        call_id = entry.get("tool_call_id") or next(
             (c.tool_call_id for c in calls if c.tool_name == name and c.args == ask.get("input")),
             ask_id,
         )
-        part = ToolReturnPart(str(name), call_id, None, ask_id=ask_id)
+        args = _dict(ask.get("input"))
+        part = ToolReturnPart(str(name), str(call_id), None, ask_id=ask_id, args=args)
         (approvals if ask.get("approval") else deferred).append(part)
     return tuple(approvals), tuple(deferred)
+
+
+def _ask_order(state: SchedulerState, ask_id: str) -> tuple[int, str]:
+    """Tool asks in the order the model called them (their effect_seq), then by id."""
+    key = _dict(state.pending_asks[ask_id]).get("key")
+    return (JournalKey.from_json(key).effect_seq if key else -1, ask_id)
 
 
 def _idle_messages(journal: Journal, state: SchedulerState | None) -> tuple[str, ...]:
