@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -10,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plait.core.canonical import CanonicalJSONError, digest, dumps, strict_equal
-from plait.store.chunks import INLINE_LIMIT, PAGE_SIZE, Encoded, HashMemo, decode, encode
+from plait.store.chunks import (
+    INLINE_LIMIT,
+    PAGE_SIZE,
+    Cut,
+    Encoded,
+    HashMemo,
+    decode,
+    encode,
+    encode_text,
+)
 
 json_values = st.recursive(
     st.none()
@@ -190,3 +200,18 @@ def test_bytes_written_per_step_stay_flat_as_a_list_grows() -> None:
     assert new_bytes[1000] <= 2 * new_bytes[100], (new_bytes[100], new_bytes[1000])
     assert max(new_nodes.values()) <= 6  # the doc, the last page, one node per tree level
     assert max(new_bytes.values()) < 8 * 1024
+
+
+def test_a_cut_stands_for_its_value_one_to_one_without_serializing_it_again() -> None:
+    """The durable driver's idempotency key hashes this identity instead of the whole input."""
+    small = {"b": [1, 2.0], "a": "x"}
+    assert Cut(*encode_text(small)).identity() == dumps(small)  # the canonical text itself
+    transcript = [{"role": "user", "content": f"message {i} " + "y" * 200} for i in range(200)]
+    memo = HashMemo()
+    first = Cut(*encode_text(transcript, memo=memo)).identity()
+    again = Cut(*encode_text(copy.deepcopy(transcript), memo=memo)).identity()
+    cold = Cut(*encode_text(copy.deepcopy(transcript))).identity()
+    assert first == again == cold  # memo or not, same objects or equal ones
+    assert first.startswith("\x00") and len(first) < 200  # never a canonical text; short
+    changed = [*transcript[:-1], {"role": "user", "content": "other"}]
+    assert Cut(*encode_text(changed, memo=memo)).identity() != first

@@ -92,12 +92,14 @@ def call_id(key: JournalKey) -> str:
     return hashlib.sha256(_PREFIX + _key_bytes(key)).hexdigest()
 
 
-def idempotency_key(key: JournalKey, input_value: JSON, *, canonical: str | None = None) -> str:
+def idempotency_key(key: JournalKey, input_value: JSON, *, identity: str | None = None) -> str:
     """Handed to executors; identical on redelivery of the same effect with the same input.
 
-    ``canonical``, when the caller has it, is ``dumps(input_value)`` (not computed twice).
+    ``identity``, when the caller has one, stands for the input one-to-one instead of its
+    canonical text: a durable driver passes a long transcript's content address, which it
+    has without serializing the whole transcript again at every turn.
     """
-    data = dumpb(input_value) if canonical is None else canonical.encode("utf-8")
+    data = dumpb(input_value) if identity is None else identity.encode("utf-8")
     return hashlib.sha256(_IDEM_PREFIX + _key_bytes(key) + _SEP + data).hexdigest()
 
 

@@ -20,6 +20,7 @@ from plait.driver.crash import CrashPoint
 from plait.driver.feeds import FEED, encode_events
 from plait.driver.wave import RunResult
 from plait.store.base import Store
+from plait.store.chunks import Cut, HashMemo, encode_text
 from plait.store.records import (
     CheckpointWrite,
     IntentWrite,
@@ -51,7 +52,10 @@ class DurableJournal:
         self._run_id = run_id
         self._token = token
         self._clock_ms = clock_ms
-        self._intents = {i.key for i in existing.intents} if existing else set()
+        intents = existing.intents if existing else []
+        self._intents = {i.key for i in intents}
+        self._idempotency = {i.key: i.idempotency_key for i in intents}
+        self._memo = HashMemo()  # transcript entries are cut once, not at every turn
         self._results = dict(existing.results) if existing else {}
         self._on_dangling = on_dangling
         self._crash = crash
@@ -74,9 +78,8 @@ class DurableJournal:
 
     def intent(self, command: WriteIntent) -> str:
         key = command.key
-        text = dumps(command.input)
-        idem = idempotency_key(key, command.input, canonical=text)
         if key in self._intents:
+            idem = self._idempotency[key]  # what was journaled, as the executor first saw it
             if key not in self._results:
                 if self._on_dangling == "fail":
                     raise PlaitError(
@@ -90,7 +93,10 @@ class DurableJournal:
                     RecordWrite("redelivery", {"key": key.to_json(), "idempotency_key": idem})
                 )
             return idem
+        cut = Cut(*encode_text(command.input, memo=self._memo))
+        idem = idempotency_key(key, command.input, identity=cut.identity())
         self._intents.add(key)
+        self._idempotency[key] = idem
         self._new_intents += 1
         self._pending.append(
             IntentWrite(
@@ -100,7 +106,7 @@ class DurableJournal:
                 superstep=command.superstep,
                 clock_ms=command.clock_ms,
                 idempotency_key=idem,
-                input_text=text,
+                input_cut=cut,
             )
         )
         return idem

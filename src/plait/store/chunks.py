@@ -156,20 +156,43 @@ def encode_text(
     return cutter.value(value), cutter.nodes
 
 
-class RowEncoder(Protocol):
-    """(value, its canonical text if the caller has it) -> a store row's payload text."""
+class Cut(NamedTuple):
+    """A value ``encode_text`` has already cut: a store row's payload and the nodes it needs."""
 
-    def __call__(self, value: JSON, text: str | None = None, /) -> str: ...
+    root: str
+    nodes: dict[str, bytes]
+
+    def identity(self) -> str:
+        """A string standing one-to-one for the value, without serializing it again.
+
+        A value kept whole is its canonical text; a cut one is its content address (the
+        root naming its nodes' hashes), marked so it can never equal a canonical text.
+        """
+        if self.root.startswith('{"j":'):
+            return self.root[5:-1]
+        return "\x00chunks:" + self.root
+
+
+class RowEncoder(Protocol):
+    """(value, what the caller knows of its encoding) -> a store row's payload text.
+
+    The caller may know the value's canonical text, or have cut it already (a ``Cut``).
+    """
+
+    def __call__(self, value: JSON, known: str | Cut | None = None, /) -> str: ...
 
 
 def collecting_encoder(
     nodes: dict[str, bytes], known: Container[str], memo: HashMemo | None
 ) -> RowEncoder:
-    """(value, its canonical text if known) -> a store row's payload text; the nodes it
-    needs (and the store lacks) go into ``nodes`` for the same transaction to insert."""
+    """(value, its canonical text or its ``Cut`` if known) -> a store row's payload text;
+    the nodes it needs (and the store lacks) go into ``nodes`` for the same transaction."""
 
-    def cut(value: JSON, text: str | None = None, /) -> str:
-        root, new = encode_text(value, known=known, memo=memo, text=text)
+    def cut(value: JSON, given: str | Cut | None = None, /) -> str:
+        if isinstance(given, Cut):
+            nodes.update((h, data) for h, data in given.nodes.items() if h not in known)
+            return given.root
+        root, new = encode_text(value, known=known, memo=memo, text=given)
         nodes.update(new)
         return root
 

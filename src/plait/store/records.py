@@ -14,6 +14,7 @@ from typing import TypeAlias
 
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey
+from plait.store.chunks import Cut
 
 RUN_STATUSES: tuple[str, ...] = (
     "queued",
@@ -66,8 +67,8 @@ class RunInfo:
 class IntentWrite:
     """An effect about to be dispatched; journaled before the dispatch.
 
-    ``input_text``, when given, must be the canonical JSON of ``input`` (the driver has
-    it already for the idempotency key): it spares the store encoding ``input`` again.
+    ``input_cut``, when given, must be ``input`` as ``chunks.encode_text`` cuts it (the
+    driver cut it already for the idempotency key): the store writes it as it is.
     """
 
     key: JournalKey
@@ -76,7 +77,7 @@ class IntentWrite:
     superstep: int
     clock_ms: int
     idempotency_key: str
-    input_text: str | None = field(default=None, repr=False, compare=False)
+    input_cut: Cut | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class ResultWrite:
     """An effect's outcome (``{"Completed": ...}`` or ``{"Failed": ...}``), once per key.
 
     ``outcome_text``, when given, must be the canonical JSON of ``outcome`` (as
-    ``IntentWrite.input_text``).
+    ``IntentWrite.input_cut``).
     """
 
     key: JournalKey

@@ -61,7 +61,7 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
     if isinstance(write, IntentWrite):
         return ("intent", _key_text(write.key), write.executor, None, write.superstep,
                 write.clock_ms, write.idempotency_key, None, None, None,
-                encode(write.input, write.input_text))  # fmt: skip
+                encode(write.input, write.input_cut))  # fmt: skip
     if isinstance(write, ResultWrite):
         return ("result", _key_text(write.key), None, None, None, write.clock_ms, None,
                 write.journal_bytes, None, None,
