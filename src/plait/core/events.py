@@ -7,7 +7,7 @@ Commands are what the driver must do, in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.canonical import JSON
@@ -107,11 +107,16 @@ class EmitEnvelope:
 
 @dataclass(frozen=True, slots=True)
 class WriteCheckpoint:
-    """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}."""
+    """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}.
+
+    ``value`` is what ``data`` encodes, so a store need not parse a large checkpoint
+    again; it shares objects with the state and is read before the next step.
+    """
 
     superstep: int
     record: dict[str, Any]
     data: bytes
+    value: dict[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,9 @@ from plait.store.records import (
     Write,
 )
 
+_CUT_LIMIT = 1 << 20
+"""Node hashes a journal remembers as stored before it forgets them all."""
+
 
 class DurableJournal:
     """The wave driver's journal for one leased run."""
@@ -56,6 +59,8 @@ class DurableJournal:
         self._intents = {i.key for i in intents}
         self._idempotency = {i.key: i.idempotency_key for i in intents}
         self._memo = HashMemo()  # transcript entries are cut once, not at every turn
+        self._cut: set[str] = set()  # nodes of committed intent inputs: never cut again
+        self._cutting: list[str] = []
         self._results = dict(existing.results) if existing else {}
         self._on_dangling = on_dangling
         self._crash = crash
@@ -93,7 +98,8 @@ class DurableJournal:
                     RecordWrite("redelivery", {"key": key.to_json(), "idempotency_key": idem})
                 )
             return idem
-        cut = Cut(*encode_text(command.input, memo=self._memo))
+        cut = Cut(*encode_text(command.input, known=self._cut, memo=self._memo))
+        self._cutting.extend(cut.nodes)
         idem = idempotency_key(key, command.input, identity=cut.identity())
         self._intents.add(key)
         self._idempotency[key] = idem
@@ -123,7 +129,8 @@ class DurableJournal:
         self._pending.append(ResultWrite(key, value, clock_ms, size, outcome_text=dumps(value)))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
-        self._pending.append(CheckpointWrite(command.superstep, command.data))
+        value = command.value or None
+        self._pending.append(CheckpointWrite(command.superstep, command.data, value))
 
     def envelope(self, command: EmitEnvelope) -> None:
         self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
@@ -143,7 +150,11 @@ class DurableJournal:
         if not self._pending:
             return
         writes, self._pending = self._pending, []
+        cutting, self._cutting = self._cutting, []
         self._store.commit(self._run_id, self._token, writes)
+        if len(self._cut) + len(cutting) > _CUT_LIMIT:
+            self._cut.clear()  # forgetting only costs cutting those nodes again
+        self._cut.update(cutting)
         if self._clock_ms - self._renewed_at >= self._ttl // 3:
             # A long run keeps its lease; a driver that lost it fails here or at its next commit.
             self._store.renew_lease(self._run_id, self._token, self._clock_ms, self._ttl)
