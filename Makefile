@@ -47,6 +47,8 @@ test: lint
 
 bench: $(VENV)/.bench
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/parked_runs.py
+	$(BIN)/python bench/workers.py
 
 clean:
 	rm -rf $(VENV) .plait .pytest_cache .mypy_cache .ruff_cache

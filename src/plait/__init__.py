@@ -6,16 +6,8 @@ memory with ``run_sync``; or run one model with its tools as an ``Agent``
 (a one-node workflow on the same journal); every error is a ``PlaitError`` with a PLAIT-Ennn code.
 """
 
-from plait.agent import (
-    Agent,
-    AgentRunState,
-    Approval,
-    DeferredError,
-    RunStatus,
-    RunUsage,
-    ToolCallPart,
-    ToolReturnPart,
-)
+from typing import TYPE_CHECKING, Any
+
 from plait.core.errors import PlaitError
 from plait.driver.call import CallInfo, current_call
 from plait.driver.inprocess import run_in_memory, run_sync
@@ -23,6 +15,35 @@ from plait.driver.runtime import Runtime
 from plait.driver.verify import VerifyReport
 from plait.driver.wave import RunResult
 from plait.workflow import Workflow, load_workflow
+
+if TYPE_CHECKING:
+    from plait.agent import (
+        Agent,
+        AgentRunState,
+        Approval,
+        DeferredError,
+        RunStatus,
+        RunUsage,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+
+_AGENT_NAMES = frozenset(
+    {"Agent", "AgentRunState", "Approval", "DeferredError", "RunStatus", "RunUsage",
+     "ToolCallPart", "ToolReturnPart"}
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """The Agent API is imported on first use: the CLI starts without it (a third faster)."""
+    if name in _AGENT_NAMES:
+        import plait.agent
+
+        value = getattr(plait.agent, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'plait' has no attribute {name!r}")
+
 
 __all__ = [
     "Agent",
