@@ -7,7 +7,7 @@ Commands are what the driver must do, in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from plait.core.canonical import JSON
@@ -109,14 +109,13 @@ class EmitEnvelope:
 class WriteCheckpoint:
     """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}.
 
-    ``value`` is what ``data`` encodes, so a store need not parse a large checkpoint
-    again; it shares objects with the state and is read before the next step.
+    Only the bytes: the value they were made from shares lists with the state, which the
+    step goes on changing after it checkpoints.
     """
 
     superstep: int
     record: dict[str, Any]
     data: bytes
-    value: dict[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

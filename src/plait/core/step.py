@@ -400,5 +400,5 @@ def _finish(s: StepContext, outcome: RunOutcome) -> bool:
 def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
     state = s.state
     record_json: dict[str, Any] = record.to_json()
-    value = {"scheduler": state.to_json(), "decisions": record_json}
-    s.commands.append(WriteCheckpoint(record.superstep, record_json, dumpb(value), value))
+    data = dumpb({"scheduler": state.to_json(), "decisions": record_json})
+    s.commands.append(WriteCheckpoint(record.superstep, record_json, data))

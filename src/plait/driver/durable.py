@@ -129,8 +129,7 @@ class DurableJournal:
         self._pending.append(ResultWrite(key, value, clock_ms, size, outcome_text=dumps(value)))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
-        value = command.value or None
-        self._pending.append(CheckpointWrite(command.superstep, command.data, value))
+        self._pending.append(CheckpointWrite(command.superstep, command.data))
 
     def envelope(self, command: EmitEnvelope) -> None:
         self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
