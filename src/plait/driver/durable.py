@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id, idempotency_key
@@ -98,8 +97,7 @@ class DurableJournal:
                     RecordWrite("redelivery", {"key": key.to_json(), "idempotency_key": idem})
                 )
             return idem
-        cut = Cut(*encode_text(command.input, known=self._cut, memo=self._memo))
-        self._cutting.extend(cut.nodes)
+        cut = self._cut_now(command.input)
         idem = idempotency_key(key, command.input, identity=cut.identity())
         self._intents.add(key)
         self._idempotency[key] = idem
@@ -117,6 +115,12 @@ class DurableJournal:
         )
         return idem
 
+    def _cut_now(self, value: Any) -> Cut:
+        """Encode ``value`` for the store now: it may share objects the next step changes."""
+        cut = Cut(*encode_text(value, known=self._cut, memo=self._memo))
+        self._cutting.extend(cut.nodes)
+        return cut
+
     def journaled_result(self, key: JournalKey) -> EffectOutcome | None:
         record = self._results.get(key)
         return None if record is None else outcome_from_json(record.outcome)
@@ -125,8 +129,10 @@ class DurableJournal:
         if self._crash is not None:
             self._crash.passed("result")
         value = outcome.to_json()
-        size = journal_bytes(outcome)
-        self._pending.append(ResultWrite(key, value, clock_ms, size, outcome_text=dumps(value)))
+        cut = self._cut_now(value)
+        self._pending.append(
+            ResultWrite(key, value, clock_ms, journal_bytes(outcome), outcome_cut=cut)
+        )
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
         self._pending.append(CheckpointWrite(command.superstep, command.data))

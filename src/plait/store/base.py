@@ -75,7 +75,11 @@ class Store(Protocol):
         ...
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
-        """Records of these kinds journaled after ``after_seq`` (a driver polls for cancels)."""
+        """Records of these kinds journaled after ``after_seq`` (a driver polls for cancels).
+
+        ``kinds`` never holds ``feed``: a driver writes one every wave and never looks it
+        up by kind, so a store need not index it (``load_journal`` has every record).
+        """
         ...
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:

@@ -84,15 +84,15 @@ class IntentWrite:
 class ResultWrite:
     """An effect's outcome (``{"Completed": ...}`` or ``{"Failed": ...}``), once per key.
 
-    ``outcome_text``, when given, must be the canonical JSON of ``outcome`` (as
-    ``IntentWrite.input_cut``).
+    ``outcome_cut``, when given, must be ``outcome`` as ``chunks.encode_text`` cuts it
+    (as ``IntentWrite.input_cut``).
     """
 
     key: JournalKey
     outcome: JSON
     clock_ms: int
     journal_bytes: int
-    outcome_text: str | None = field(default=None, repr=False, compare=False)
+    outcome_cut: Cut | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
     if isinstance(write, ResultWrite):
         return ("result", _key_text(write.key), None, None, None, write.clock_ms, None,
                 write.journal_bytes, None, None,
-                encode(write.outcome, write.outcome_text))  # fmt: skip
+                encode(write.outcome, write.outcome_cut))  # fmt: skip
     if isinstance(write, CheckpointWrite):
         text = write.data.decode("utf-8")
         value = loads(text) if write.value is None else write.value

@@ -52,8 +52,9 @@ _INSERT_ROW = (
     f" VALUES (?, ?, {', '.join('?' for _ in JOURNAL_COLUMNS)})"
 )
 _RUN_AND_LEASE = (
-    "SELECT r.last_seq, l.token, l.host FROM runs r"
-    " LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = ?"
+    "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
+    " (SELECT MAX(seq) FROM manifests WHERE run_id = :run), l.token, l.host"
+    " FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = :run"
 )
 _SELECT_ROWS = (
     f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = ? ORDER BY seq"
@@ -327,11 +328,11 @@ class SqliteStore:
             ops = [write_row(write, encode) for write in writes]  # cut before BEGIN IMMEDIATE
             with self._write() as conn:
                 # One statement for the run's last seq and its lease token (the hot path).
-                row = conn.execute(_RUN_AND_LEASE, (run_id,)).fetchone()
+                row = conn.execute(_RUN_AND_LEASE, {"run": run_id}).fetchone()
                 if row is None:
                     raise unknown_run(run_id)
-                seq = int(row[0])
-                if token is not None and (row[1] != token or row[2] is None):
+                seq = max(row[0] or 0, row[1] or 0)
+                if token is not None and (row[2] != token or row[3] is None):
                     _check_token(conn, run_id, token)  # raises E021 naming the holder
                 rows = []
                 for op in ops:
@@ -360,7 +361,6 @@ class SqliteStore:
                         run_id, _first_duplicate(conn, run_id, rows), exc
                     ) from exc
                 self._insert_nodes(conn, run_id, nodes)
-                conn.execute("UPDATE runs SET last_seq = ? WHERE run_id = ?", (seq, run_id))
             self._remember(nodes)
 
     def load_journal(self, run_id: str) -> Journal:
@@ -383,6 +383,8 @@ class SqliteStore:
         record of these kinds since a query found none past ``after_seq``, the answer is
         known without reading the journal.
         """
+        if "feed" in kinds:
+            raise ValueError("records_after does not look up feed records (see Store)")
         watch = (run_id, tuple(kinds))
         with self._lock:
             version = self._version(watch[1])
@@ -394,7 +396,8 @@ class SqliteStore:
                 rows = conn.execute(
                     "SELECT seq, record_kind, payload FROM journal INDEXED BY journal_records"
                     " WHERE run_id = ? AND seq > ?"
-                    f" AND item = 'record' AND record_kind IN ({marks}) ORDER BY seq",
+                    f" AND item = 'record' AND record_kind <> 'feed'"
+                    f" AND record_kind IN ({marks}) ORDER BY seq",
                     (run_id, after_seq, *kinds),
                 ).fetchall()
                 decode = self._decoder(conn, {})
@@ -500,12 +503,10 @@ class SqliteStore:
     def _run_exists(self, conn: sqlite3.Connection, run_id: str) -> bool:
         return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
-    def _require_run(self, conn: sqlite3.Connection, run_id: str) -> int:
-        """The run's last seq; PLAIT-E017 if there is no such run."""
-        row = conn.execute("SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
+    def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None:
+        """PLAIT-E017 if there is no such run."""
+        if not self._run_exists(conn, run_id):
             raise unknown_run(run_id)
-        return int(row[0])
 
     def _duplicate(self, run_id: str, op: Row, exc: sqlite3.Error) -> PlaitError:
         item, key = op[0], op[1]

@@ -91,6 +91,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
             WHERE item = 'record'""",
     ),
+    # 4: fewer pages written per wave. One unique index for intents and results (a wave
+    # writes both), feed records (one per wave, never searched by kind) kept out of the
+    # records index, and runs.last_seq no longer maintained: a commit takes the next seq
+    # from the journal and manifests themselves (see SqliteStore.commit).
+    (
+        "DROP INDEX journal_intent_keys",
+        "DROP INDEX journal_result_keys",
+        """CREATE UNIQUE INDEX journal_effect_keys ON journal (run_id, journal_key, item)
+            WHERE journal_key IS NOT NULL""",
+        "DROP INDEX journal_records",
+        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
+            WHERE item = 'record' AND record_kind <> 'feed'""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
