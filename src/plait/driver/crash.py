@@ -3,8 +3,9 @@
 ``PLAIT_CRASH_AT=intent:N`` kills the driver right after the commit that made
 its N-th intent durable (before that effect is dispatched);
 ``PLAIT_CRASH_AT=result:N`` kills it after the N-th effect executed but before
-its result is committed. Counts are per process. Read by the driver only; the
-core never sees it.
+its result is committed. Counts are per process: every drive in it (a child run
+driven inside its parent's drive, a parked run's children resumed by the parent's
+resume) shares one counter. Read by the driver only; the core never sees it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
+
+_SHARED: dict[str, CrashPoint] = {}
+"""The process's crash point per ``PLAIT_CRASH_AT`` value: counts are per process."""
 
 
 @dataclass
@@ -25,10 +29,13 @@ class CrashPoint:
         spec = os.environ.get("PLAIT_CRASH_AT", "").strip()
         if not spec:
             return None
-        boundary, _, n = spec.partition(":")
-        if boundary not in ("intent", "result") or not n.isdigit():
-            raise ValueError(f"PLAIT_CRASH_AT must be intent:N or result:N, got {spec!r}")
-        return CrashPoint(boundary, int(n))
+        point = _SHARED.get(spec)
+        if point is None:
+            boundary, _, n = spec.partition(":")
+            if boundary not in ("intent", "result") or not n.isdigit():
+                raise ValueError(f"PLAIT_CRASH_AT must be intent:N or result:N, got {spec!r}")
+            point = _SHARED[spec] = CrashPoint(boundary, int(n))
+        return point
 
     def passed(self, boundary: str, count: int = 1) -> None:
         """Count ``count`` boundaries of this kind; die when the N-th is reached."""

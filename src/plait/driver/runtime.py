@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,8 @@ class Runtime:
         self.observer = observer
         self.model = model
         """A model object to call instead of the workflow's spec (the Agent's hooked model)."""
+        self._unreleased: dict[str, int] = {}  # run id -> a lease token not yet given up
+        self._unreleased_lock = threading.Lock()
 
     def close(self) -> None:
         self.store.close()
@@ -161,8 +164,10 @@ class Runtime:
         parent: str | None = None,
     ) -> RunResult:
         """Start a new run and drive it until it finishes or parks."""
-        run_id, workflow, now = await self._create(workflow, input, run_id, parent, "running")
-        return await self._drive(run_id, workflow, [ClockReading(now), Start(input)])
+        run_id, workflow, now, manifest = await self._create(
+            workflow, input, run_id, parent, "running"
+        )
+        return await self._drive(run_id, workflow, [ClockReading(now), Start(input)], manifest)
 
     async def enqueue(
         self, workflow: Workflow, input: Any = None, *, run_id: str | None = None
@@ -172,7 +177,7 @@ class Runtime:
         The run gets its manifest as ``start`` writes it; a worker claims it and drives it
         from ``Start(input)``, as ``resume`` does a run without a checkpoint.
         """
-        run_id, _, _ = await self._create(workflow, input, run_id, None, "queued")
+        run_id, _, _, _ = await self._create(workflow, input, run_id, None, "queued")
         notify = getattr(self.store, "notify_runnable", None)
         if notify is not None:
             notify(run_id)
@@ -185,8 +190,11 @@ class Runtime:
         run_id: str | None,
         parent: str | None,
         status: str,
-    ) -> tuple[str, Workflow, int]:
-        """Validate, pin and write a new run with ``status``: (run id, pinned workflow, now)."""
+    ) -> tuple[str, Workflow, int, dict[str, Any]]:
+        """Validate, pin and write a new run with ``status``.
+
+        Returns (run id, pinned workflow, now, manifest).
+        """
         workflow.plan()  # validate before anything is written
         check_model(workflow, self.model)
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
@@ -206,86 +214,129 @@ class Runtime:
         manifest["tool_schemas"] = tool_schemas(workflow)  # verify needs no tool module
         info = RunInfo(run_id, workflow.name, status, self.principal, parent, now, now)
         self.store.create_run(info, manifest)
-        return run_id, workflow, now
+        return run_id, workflow, now, manifest
 
     async def resume(
-        self, run_id: str, *, workflow: Workflow | None = None, token: int | None = None
+        self,
+        run_id: str,
+        *,
+        workflow: Workflow | None = None,
+        token: int | None = None,
+        manifest: dict[str, Any] | None = None,
     ) -> RunResult:
         """Continue a run from its last checkpoint; a finished run reports its outcome again.
 
         ``token``: a lease this process already holds on the run (a worker's claim); the
-        drive writes under it instead of acquiring one, and releases it at the end. When
-        no drive happens (a finished run, an error before driving) the caller releases it.
+        drive writes under it instead of acquiring one. It is released at the end whether
+        or not a drive happened (a finished run, an error before driving).
+        ``manifest``: the run's manifest, when the caller has read it already (a worker
+        does, to find the run's file): it is not read again.
         """
-        manifest = self._manifest(run_id)
-        workflow = pinned_workflow(manifest, workflow)
-        meta = self.store.latest_checkpoint(run_id)
-        now = self.clock()
-        if meta is None:
-            events: list[Event] = [ClockReading(now), Start(manifest["input"])]
-            return await self._drive(run_id, workflow, events, resume_from=None, token=token)
-        state = self._state_at(run_id, meta.seq)
-        events = [ClockReading(now), *self._unfed_events(run_id)]
-        if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
-            return RunResult.of(state)
-        return await self._drive(
-            run_id, workflow, events, resume_from=meta.seq, state=state, token=token
-        )
+        driving = False
+        try:
+            if manifest is None:
+                manifest = self._manifest(run_id)
+            workflow = pinned_workflow(manifest, workflow)
+            # One read of the journal: its last checkpoint, what was journaled but not fed,
+            # and (under a lease already held) what the drive starts from.
+            journal = self.store.load_journal(run_id)
+            meta = journal.checkpoints[-1] if journal.checkpoints else None
+            now = self.clock()
+            existing = journal if token is not None else None
+            if meta is None:
+                events: list[Event] = [ClockReading(now), Start(manifest["input"])]
+                driving = True
+                return await self._drive(
+                    run_id,
+                    workflow,
+                    events,
+                    manifest,
+                    resume_from=None,
+                    token=token,
+                    existing=existing,
+                )
+            state = self._state_at(run_id, meta.seq)
+            events = [ClockReading(now), *self._unfed_events(journal)]
+            if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
+                return RunResult.of(state)
+            driving = True
+            return await self._drive(
+                run_id,
+                workflow,
+                events,
+                manifest,
+                resume_from=meta.seq,
+                state=state,
+                token=token,
+                existing=existing,
+            )
+        finally:
+            if token is not None and not driving:
+                self.release_lease(run_id, token)
 
     async def _drive(
         self,
         run_id: str,
         workflow: Workflow,
         events: list[Event],
+        manifest: dict[str, Any],
         *,
         resume_from: int | bool | None = False,
         state: SchedulerState | None = None,
         token: int | None = None,
+        existing: Journal | None = None,
     ) -> RunResult:
         """Drive under a lease. ``resume_from``: False for a new run, else the checkpoint
         seq the state was restored from (None: no checkpoint, the run restarts).
-        ``token``: a lease already held (a worker's claim), else one is acquired here."""
-        manifest = self._manifest(run_id)
-        env = make_env(workflow, self._budgets(run_id))
-        if state is None:
-            state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
-        elif state.run_id != run_id:
-            raise PlaitError("E010", f"checkpoint belongs to run '{state.run_id}', not '{run_id}'")
-        if manifest.get("engine_epoch") != ENGINE_EPOCH:
-            raise PlaitError(
-                "E026",
-                f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
-                f" this plait replays epoch {ENGINE_EPOCH}",
-            )
-        ttl = _lease_ttl()
-        now = self.clock()
+        ``token``: a lease already held (a worker's claim), else one is acquired here;
+        either is released at the end. ``existing``: the run's journal, read under that
+        held lease (else it is read here, once the lease is taken)."""
         claimed = token is not None  # a worker's claim marked a queued or parked run running
-        if token is None:
-            token = self.store.acquire_lease(run_id, this_process(), now, ttl, owner_alive)
-            if resume_from is not False:
-                self._set_wake(run_id, None, replace=True)  # this drive settles what is due
-        if (
-            resume_from is not False
-            and (not claimed or state.is_terminal())
-            and self.store.get_run(run_id).status != "running"
-        ):
-            # queued, parked or budget-exhausted until now: a worker that dies while driving
-            # it leaves a running run with a lapsing lease, which another worker takes over.
-            self.store.commit(run_id, token, [StatusWrite("running", None, now)])
-        existing = self.store.load_journal(run_id) if resume_from is not False else None
-        journal = DurableJournal(
-            self.store,
-            run_id,
-            token,
-            now,
-            existing=existing,
-            on_dangling=workflow.on_dangling,
-            crash=CrashPoint.from_env(),
-            resume_from=resume_from,
-            lease_ttl_ms=ttl,
-        )
+        held = token
         tools: Dispatcher | None = None
         try:
+            if manifest.get("engine_epoch") != ENGINE_EPOCH:
+                raise PlaitError(
+                    "E026",
+                    f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
+                    f" this plait replays epoch {ENGINE_EPOCH}",
+                )
+            ttl = _lease_ttl()
+            now = self.clock()
+            if held is None:
+                self._release_unreleased(run_id)  # a drive of ours that ended with the store away
+                held = self.store.acquire_lease(run_id, this_process(), now, ttl, owner_alive)
+                if resume_from is not False:
+                    self._set_wake(run_id, None, replace=True)  # this drive settles what is due
+            if resume_from is not False and existing is None:
+                existing = self.store.load_journal(run_id)  # read under the lease
+            env = make_env(workflow, _budgets_of(manifest, existing))
+            if state is None:
+                state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
+            elif state.run_id != run_id:
+                raise PlaitError(
+                    "E010", f"checkpoint belongs to run '{state.run_id}', not '{run_id}'"
+                )
+            if (
+                resume_from is not False
+                and (not claimed or state.is_terminal())
+                and self.store.get_run(run_id).status != "running"
+            ):
+                # queued, parked or budget-exhausted until now: a worker that dies while
+                # driving it leaves a running run with a lapsing lease, which another worker
+                # takes over.
+                self.store.commit(run_id, held, [StatusWrite("running", None, now)])
+            journal = DurableJournal(
+                self.store,
+                run_id,
+                held,
+                now,
+                existing=existing,
+                on_dangling=workflow.on_dangling,
+                crash=CrashPoint.from_env(),
+                resume_from=resume_from,
+                lease_ttl_ms=ttl,
+            )
             llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
             children = self._child_runner(workflow)
             tools = dispatcher_for(workflow, llm_keys, children, self.model)
@@ -311,11 +362,54 @@ class Runtime:
             if result.status == "parked":  # when a worker should drive it on (§8 timers)
                 self._set_wake(run_id, self._wake_time(state))
         finally:
-            if tools is not None:
-                await tools.aclose()  # stops the drive's MCP servers
-            self.store.release_lease(run_id, token)
+            try:
+                if tools is not None:
+                    await tools.aclose()  # stops the drive's MCP servers
+            finally:
+                if held is not None:
+                    self.release_lease(run_id, held)
         result.redelivered = len(journal.redelivered)
         return result
+
+    # --- leases this process could not give up ------------------------------------
+
+    def release_lease(self, run_id: str, token: int) -> None:
+        """Give up a lease this process holds on ``run_id``.
+
+        When the store cannot be reached (PLAIT-E020, the server went away) the lease is
+        remembered instead of failing: the next drive of that run from this runtime, or
+        ``retry_releases``, gives it up once the store is back, and until then it lapses
+        after its TTL like the lease of a process that died.
+        """
+        try:
+            self.store.release_lease(run_id, token)
+        except PlaitError as exc:
+            if exc.code != "E020":
+                raise
+            with self._unreleased_lock:
+                self._unreleased[run_id] = max(token, self._unreleased.get(run_id, token))
+            return
+        with self._unreleased_lock:
+            if self._unreleased.get(run_id, token) <= token:
+                self._unreleased.pop(run_id, None)
+
+    def retry_releases(self) -> int:
+        """Give up the leases ``release_lease`` could not; how many are still held."""
+        with self._unreleased_lock:
+            pending = sorted(self._unreleased.items())
+        for run_id, token in pending:
+            self.release_lease(run_id, token)
+            with self._unreleased_lock:
+                if self._unreleased.get(run_id) == token:
+                    break  # the store is still away: later
+        with self._unreleased_lock:
+            return len(self._unreleased)
+
+    def _release_unreleased(self, run_id: str) -> None:
+        with self._unreleased_lock:
+            token = self._unreleased.get(run_id)
+        if token is not None:
+            self.release_lease(run_id, token)
 
     # --- wake times: when a worker should drive a parked run on (§11) ------------------
 
@@ -391,6 +485,8 @@ class Runtime:
             if self._exists(child_id):
                 result = await self.resume(child_id)
             else:
+                if value is None:  # settling a child never started (the parent died first)
+                    value = self._intent_input(key)
                 child = load_workflow(workflow.base_dir / path)
                 result = await self.start(child, value, run_id=child_id, parent=key.run_id)
             if result.status == "completed":
@@ -402,6 +498,13 @@ class Runtime:
             )
 
         return run_child
+
+    def _intent_input(self, key: JournalKey) -> Any:
+        """The input journaled with the intent of ``key`` (the child's input, §3.9)."""
+        for intent in self.store.load_journal(key.run_id).intents:
+            if intent.key == key:
+                return intent.input
+        raise PlaitError("E010", f"run '{key.run_id}' has no intent for node '{key.node}'")
 
     def _exists(self, run_id: str) -> bool:
         try:
@@ -507,7 +610,12 @@ class Runtime:
         seed_meta = self.store.latest_checkpoint(fork_id)
         assert seed_meta is not None
         return await self._drive(
-            fork_id, base_workflow, [ClockReading(now)], resume_from=seed_meta.seq, state=state
+            fork_id,
+            base_workflow,
+            [ClockReading(now)],
+            fork_manifest,
+            resume_from=seed_meta.seq,
+            state=state,
         )
 
     # --- reading ------------------------------------------------------------------
@@ -516,7 +624,7 @@ class Runtime:
         """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
         manifest = self._manifest(run_id)
         # Verify starts from the ceilings pinned at start; raises apply where they were fed.
-        budgets = self._budgets(run_id, raised=False)
+        budgets = _budgets_of(manifest, None)
         if workflow is None and "tool_schemas" in manifest:
             # Everything verify needs is pinned: no workflow file, tool module or model.
             env = env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
@@ -536,17 +644,6 @@ class Runtime:
         manifests = self.store.manifests(run_id)
         return dict(manifests[0])
 
-    def _budgets(self, run_id: str, *, raised: bool = True) -> Budgets:
-        """The run's ceilings: pinned at start, plus every journaled raise when ``raised``."""
-        manifest = self._manifest(run_id)
-        budgets = dict(manifest["workflow"].get("budgets") or {})
-        budgets.update(manifest.get("budgets_override") or {})
-        if raised:
-            for record in self.store.load_journal(run_id).records:
-                if record.kind == "budget_raise":
-                    budgets.update(record.body)
-        return Budgets.from_json(budgets)
-
     def _state_at(self, run_id: str, seq: int) -> SchedulerState:
         try:
             checkpoint = loads(self.store.read_checkpoint(run_id, seq))
@@ -558,13 +655,12 @@ class Runtime:
                 "E010", f"checkpoint {seq} of run '{run_id}' is unreadable: {exc}"
             ) from exc
 
-    def _unfed_events(self, run_id: str) -> list[Event]:
+    def _unfed_events(self, journal: Journal) -> list[Event]:
         """Cancels, steering messages and budget raises journaled but not yet fed to the core.
 
         Counted, not dated: a cancel journaled while another process drove the run is
         still unfed when that drive's later feeds were written.
         """
-        journal = self.store.load_journal(run_id)
         fed = {"cancel": 0, "input": 0, "budget_raised": 0}
         for record in journal.records:
             if record.kind == FEED:
@@ -653,6 +749,17 @@ class Runtime:
 
     def fork_sync(self, run_id: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.fork(run_id, **kwargs))
+
+
+def _budgets_of(manifest: dict[str, Any], journal: Journal | None) -> Budgets:
+    """A run's ceilings: pinned at start, plus every raise ``journal`` holds (if given)."""
+    budgets = dict(manifest["workflow"].get("budgets") or {})
+    budgets.update(manifest.get("budgets_override") or {})
+    if journal is not None:
+        for record in journal.records:
+            if record.kind == "budget_raise":
+                budgets.update(record.body)
+    return Budgets.from_json(budgets)
 
 
 def new_run_id_for_fork(run_id: str) -> str:

@@ -12,10 +12,11 @@
   run ``running`` in the same transaction, so a worker that dies mid-drive leaves a
   running run whose lease lapses, and the next claim takes it over.
 - **Driving.** Each claimed run is driven in a thread of its own (its own event loop)
-  by ``Runtime.resume(run_id, token=...)``: the drive writes under the claimed token,
-  which every journal write checks in its own transaction (a worker whose lease was
-  taken over stops with PLAIT-E021 and writes nothing), and releases the lease when the
-  run finishes or parks. Threads keep one run's blocking tools from stalling the others.
+  by ``Runtime.resume(run_id, token=..., manifest=...)`` (the manifest, read once to find
+  the run's file, is handed on): the drive writes under the claimed token, which every
+  journal write checks in its own transaction (a worker whose lease was taken over stops
+  with PLAIT-E021 and writes nothing), and releases the lease when the run finishes or
+  parks. Threads keep one run's blocking tools from stalling the others.
 - **Leases.** The drive renews its lease as the journaled clock advances; the worker
   also renews every in-flight lease every TTL/3 of real time, so a long tool call keeps
   its lease while the worker lives. A killed worker's leases lapse after the TTL and
@@ -34,7 +35,11 @@
   gives up). A drive that fails (PLAIT-E021 lease lost, E010 a run started from
   Python, which has no file to load, E008, a storage error) is reported and its run is
   not claimed again by this worker for a back-off (2, 4, ... 60 s; never again with
-  ``once``); other workers may try it.
+  ``once``); other workers may try it. A drive that failed because the database went
+  away could not release its lease either: the worker releases it once the database is
+  back (``Runtime.retry_releases``, before each claim), so the run is claimed again
+  after the back-off rather than after the lease TTL. A lost notification connection is
+  opened again at once, then every second (polling every ``poll_ms`` meanwhile).
 - **Limits.** The leases of child runs (subgraphs) are renewed only by their drive's
   commits, not by the worker's timer. A wake time is the clock reading of the process
   that journaled the answer: workers whose clocks lag behind it claim the run late by
@@ -47,7 +52,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import threading
 import time
@@ -68,7 +72,8 @@ if TYPE_CHECKING:
 
 DEFAULT_POLL_MS = 1000
 MAX_BACKOFF_S = 60.0
-_LISTEN_SLICE_S = 0.5  # the listener thread checks for shutdown this often
+_LISTEN_SLICE_S = 0.5  # one wait of the listener thread (interrupt() ends it at once)
+_RELISTEN_S = 1.0  # a lost notification connection is opened again this often (at most)
 
 
 class WorkStore(Protocol):
@@ -92,6 +97,8 @@ class WorkStore(Protocol):
 
 class Listener(Protocol):
     def wait(self, timeout_s: float) -> bool: ...
+
+    def interrupt(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -161,6 +168,7 @@ class Worker:
         self._lost: set[tuple[str, int]] = set()
         self._workflows: dict[tuple[str, int, int], Workflow] = {}
         self._load_lock = threading.Lock()
+        self._listening: Listener | None = None  # the listener thread's current connection
 
     # --- control ---
 
@@ -180,6 +188,7 @@ class Worker:
     def run(self) -> WorkerReport:
         """Claim and drive until stopped (or, with ``once``, until nothing is claimable)."""
         listener = self._listener()
+        self._listening = listener
         listening: threading.Thread | None = None
         if listener is not None:
             listening = threading.Thread(
@@ -198,6 +207,7 @@ class Worker:
                     claimed = []
                 else:
                     try:
+                        self.runtime.retry_releases()  # leases a storage outage kept
                         claimed = self._claim(pool)
                     except PlaitError as exc:
                         if self.once or exc.code != "E020":
@@ -219,8 +229,13 @@ class Worker:
             pool.shutdown(wait=True)
             self._reap()
             self._closing.set()
+            with self._lock:
+                if self._listening is not None:
+                    self._listening.interrupt()  # the listener thread returns at once
             if listening is not None:
                 listening.join()
+            with self._lock:
+                listener, self._listening = self._listening, None
             if listener is not None:
                 listener.close()
         return self.report
@@ -290,25 +305,30 @@ class Worker:
     # --- one drive, in a pool thread ---
 
     def _drive(self, claim: _Claim) -> tuple[str, int]:
+        resumed = False
         try:
-            workflow = self._workflow(claim.run_id)
+            manifest = dict(self.store.manifests(claim.run_id)[0])
+            workflow = self._workflow(manifest)
+            resumed = True  # from here on resume releases the lease, whatever happens
             result = asyncio.run(
-                self.runtime.resume(claim.run_id, workflow=workflow, token=claim.token)
+                self.runtime.resume(
+                    claim.run_id, workflow=workflow, token=claim.token, manifest=manifest
+                )
             )
             return result.status, result.redelivered
         finally:
-            # The drive released it already, unless it never started (a no-op then).
-            with contextlib.suppress(PlaitError):
-                self.store.release_lease(claim.run_id, claim.token)
+            if not resumed:
+                self.runtime.release_lease(claim.run_id, claim.token)
 
-    def _workflow(self, run_id: str) -> Workflow | None:
+    def _workflow(self, manifest: dict[str, Any]) -> Workflow | None:
         """The run's workflow file, loaded once per version of the file and shared.
 
         Loading imports the tools' modules, which briefly changes ``sys.path`` and
         ``sys.stdout`` for the whole process: loads are serialized here. ``resume``
         still checks the loaded definition against the one pinned at start (E010).
+        ``Workflow.plan()`` is remembered per instance, so the shared one is judged once.
         """
-        source = self.store.manifests(run_id)[0].get("source")
+        source = manifest.get("source")
         if not source:
             return None  # resume says why (E010: started from Python)
         from plait.workflow import load_workflow
@@ -321,7 +341,7 @@ class Worker:
             key = (str(source), stat.st_mtime_ns, stat.st_size)
             workflow = self._workflows.get(key)
             if workflow is None:
-                workflow = _plan_once(load_workflow(Path(source)))
+                workflow = load_workflow(Path(source))
                 self._workflows = {k: v for k, v in self._workflows.items() if k[0] != key[0]}
                 self._workflows[key] = workflow
             return workflow
@@ -339,27 +359,41 @@ class Worker:
             return None
         return listener
 
-    def _listen(self, listener: Listener) -> None:
+    def _listen(self, listener: Listener | None) -> None:
+        """Wake the claiming loop on every notification; reconnect when the connection is lost."""
+        retry_s = 0.0
         while not self._closing.is_set():
+            if listener is None:  # lost: open a new one at once, then every second or so
+                if self._closing.wait(retry_s):
+                    return
+                retry_s = min(self.poll_s, _RELISTEN_S)
+                try:
+                    listener = self.store.listen()  # type: ignore[attr-defined]
+                except PlaitError:
+                    continue  # still away (the claiming loop says so): quietly, next time
+                assert listener is not None
+                self._log("listening for notifications again")
+                with self._lock:
+                    self._listening = listener
+                self._wakeup.set()  # what was notified while nobody listened: claim now
             try:
                 if listener.wait(_LISTEN_SLICE_S):
                     self._wakeup.set()
             except PlaitError as exc:
                 self._log(f"notifications lost ({exc}); polling every {self.poll_s:g} s")
-                return
+                with contextlib.suppress(Exception):
+                    listener.close()
+                listener = None
+                retry_s = 0.0
+                with self._lock:
+                    self._listening = None
 
 
 def _plan_once(workflow: Workflow) -> Workflow:
-    """``workflow`` whose ``plan()`` is computed once, not at every drive.
+    """``workflow`` unchanged: ``Workflow.plan()`` remembers its plan per instance now.
 
-    Every drive validates the definition again (``to_manifest`` and ``make_env`` each
-    call ``plan()``, which checks every tool's JSON schema): for a small workflow that
-    costs more than the drive's database work. A ``Workflow`` is a frozen dataclass, so
-    its plan is a pure function of its fields and this one shared instance may keep it;
-    ``dataclasses.replace`` copies (a pinned MCP catalogue) compute their own.
+    Kept for callers written when the worker had to arrange that (bench/workers.py).
     """
-    with contextlib.suppress(AttributeError, TypeError):  # a slotted Workflow: no cache
-        object.__setattr__(workflow, "plan", functools.cache(workflow.plan))
     return workflow
 
 

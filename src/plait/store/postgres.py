@@ -1,7 +1,7 @@
 """``PostgresStore``: the shared store for many processes and workers (ARCHITECTURE.md §11).
 
-The same contract as ``SqliteStore`` over PostgreSQL (psycopg 3, a ``psycopg_pool``
-connection pool), storing exactly the same rows (``rows.py``), payload encoding
+The same contract as ``SqliteStore`` over PostgreSQL (psycopg 3, through a small
+connection pool of its own), storing exactly the same rows (``rows.py``), payload encoding
 (``chunks.py``) and lease rule (``lease.py``).
 
 Theory of operation:
@@ -23,23 +23,36 @@ Theory of operation:
 - Node reads are batched: decoding fetches a missing node together with every node its
   bytes name, level by level (one round trip per tree level, not per node).
 
+- Connections come from a small pool of its own (``_Pool``). A connection taken from it is
+  checked without a round trip: one whose socket has something to read while idle was
+  closed by the server (a restart, a terminated backend, a cut network path) and is
+  replaced on the spot by a new one. A server that is down is therefore an error at once,
+  with what connecting said ("connection refused"), not a wait for a pool to reconnect.
+  A statement is never retried: after a lost connection nobody can tell whether a commit
+  was applied, and the journal (read again by resume) is the one that knows.
+
 Rules: parameterized SQL only; JSON only, never pickle; every ``psycopg`` error leaves this
-module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: ...`` (never the
-password) with its transaction rolled back; it never reads the clock.
+module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: <what it was doing>: ...``
+(never the password) with its transaction rolled back; it never reads the clock.
 """
 
 from __future__ import annotations
 
 import re
+import select
+import selectors
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
 
 from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
@@ -64,6 +77,13 @@ DURABILITIES = ("normal", "strict")
 
 CONNECT_TIMEOUT_S = 5
 """Seconds to wait for the server when the URL does not say (``connect_timeout``)."""
+
+MAX_IDLE_S = 300.0
+"""A pooled connection unused for longer is closed rather than trusted (a NAT or firewall
+may have dropped it without telling either end)."""
+
+MAX_LIFETIME_S = 3600.0
+"""A pooled connection older than this is closed when it comes back (failover, DNS)."""
 
 _KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is forgotten
 _FETCH_BATCH = 5_000  # node hashes per ``= ANY(%s)`` query
@@ -175,6 +195,10 @@ _STORED_BYTES = (
 _STORED_BYTES_ALL = _STORED_BYTES.format(w="")
 _STORED_BYTES_RUN = _STORED_BYTES.format(w=" WHERE run_id = %(run_id)s")
 
+_COMMIT_UNKNOWN = (
+    "the commit may or may not have been applied: resume the run once the server is back"
+)
+
 _NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a node
 _ROOT_NAME = re.compile(r'"([0-9a-f]{64})"')
 
@@ -193,8 +217,8 @@ class PostgresStore:
         """Connect (PLAIT-E020 at once for a bad URL or an unreachable server) and migrate.
 
         ``pool_size`` bounds the connections held (threads beyond it wait up to
-        ``timeout`` seconds for one, then PLAIT-E020). A URL without ``connect_timeout``
-        waits CONNECT_TIMEOUT_S seconds for the server.
+        ``timeout`` seconds for one to come back, then PLAIT-E020). A URL without
+        ``connect_timeout`` waits CONNECT_TIMEOUT_S seconds for the server.
         """
         self.where, self._secret = _describe(url)
         if durability not in DURABILITIES:
@@ -215,30 +239,21 @@ class PostgresStore:
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         if "application_name" not in params:
             kwargs["application_name"] = "plait"
-        try:  # one direct connection first: a clear error now, not a pool retrying forever
+        try:
             conn = psycopg.connect(url, **kwargs)
         except psycopg.Error as exc:
             raise self._storage_error(exc, "cannot connect") from exc
         try:
-            with conn:
-                migrate(conn, self.where)
-        except psycopg.Error as exc:
-            raise self._storage_error(exc, "cannot migrate the schema") from exc
-        self._pool: ConnectionPool[Connection] = ConnectionPool(
-            url,
-            kwargs=kwargs,
-            min_size=1,
-            max_size=pool_size,
-            open=False,
-            configure=_configure,
-            check=ConnectionPool.check_connection,
-            timeout=timeout,
-            name=f"plait {self.where}",
-        )
-        try:
-            self._pool.open()
-        except psycopg.Error as exc:
-            raise self._storage_error(exc, "cannot connect") from exc
+            migrate(conn, self.where)
+            _configure(conn)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise self._storage_error(exc, "cannot migrate the schema") from exc
+            raise
+        self._url, self._kwargs = url, kwargs
+        self._pool = _Pool(self._connect, pool_size, timeout)
+        self._pool.adopt(conn)  # the first connection serves on
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, durability={self.durability!r})"
@@ -248,7 +263,8 @@ class PostgresStore:
     def create_run(self, info: RunInfo, manifest: JSON) -> None:
         nodes: dict[str, bytes] = {}
         payload = self._encoder(nodes)(manifest)
-        with self._connection() as conn, conn.pipeline() as pipe, conn.transaction():
+        what = f"creating run '{info.run_id}'"
+        with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
             if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
                 raise PlaitError("E016", f"run id '{info.run_id}' already exists")
             conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
@@ -257,7 +273,7 @@ class PostgresStore:
         self._remember(nodes)
 
     def get_run(self, run_id: str) -> RunInfo:
-        with self._connection() as conn:
+        with self._connection(f"reading run '{run_id}'") as conn:
             row = conn.execute(
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = %s", (run_id,)
             ).fetchone()
@@ -267,7 +283,7 @@ class PostgresStore:
 
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
         order = " ORDER BY created_ms DESC, row_order DESC"
-        with self._connection() as conn:
+        with self._connection("listing runs") as conn:
             if status is None:
                 rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{order}").fetchall()
             else:
@@ -277,7 +293,7 @@ class PostgresStore:
         return [run_from_row(row) for row in rows]
 
     def manifests(self, run_id: str) -> list[JSON]:
-        with self._connection() as conn:
+        with self._connection(f"reading the manifest of run '{run_id}'") as conn:
             rows = conn.execute(
                 "SELECT payload FROM manifests WHERE run_id = %s ORDER BY seq", (run_id,)
             ).fetchall()
@@ -301,7 +317,8 @@ class PostgresStore:
         ttl_ms: int,
         owner_alive: Callable[[LeaseOwner], bool],
     ) -> int:
-        with self._connection() as conn, conn.transaction():
+        what = f"taking the lease of run '{run_id}'"
+        with self._connection(what) as conn, conn.transaction():
             row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
             if row is None:
                 raise unknown_run(run_id)
@@ -313,7 +330,7 @@ class PostgresStore:
             return token
 
     def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
-        with self._connection() as conn:
+        with self._connection(f"renewing the lease of run '{run_id}'") as conn:
             renewed = conn.execute(
                 "UPDATE leases SET expires_ms = %s"
                 " WHERE run_id = %s AND token = %s AND host IS NOT NULL RETURNING token",
@@ -326,7 +343,7 @@ class PostgresStore:
                 raise stale_token(run_id, token, None if row is None else _lease_row(row))
 
     def release_lease(self, run_id: str, token: int) -> None:
-        with self._connection() as conn:
+        with self._connection(f"releasing the lease of run '{run_id}'") as conn:
             conn.execute(
                 "UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
                 " WHERE run_id = %s AND token = %s AND host IS NOT NULL",
@@ -363,7 +380,7 @@ class PostgresStore:
         if limit < 1:
             return []
         claimed: list[tuple[str, int]] = []
-        with self._connection() as conn, conn.transaction():
+        with self._connection("claiming runs") as conn, conn.transaction():
             run_ids = [
                 row[0]
                 for row in conn.execute(_CLAIMABLE, (list(statuses), now_ms, limit)).fetchall()
@@ -408,7 +425,7 @@ class PostgresStore:
             return []
         claimed: list[tuple[str, int]] = []
         params = {"now": now_ms, "limit": limit, "exclude": list(exclude)}
-        with self._connection() as conn, conn.transaction():
+        with self._connection("claiming runs") as conn, conn.transaction():
             run_ids = [row[0] for row in conn.execute(_CLAIM_WORK, params).fetchall()]
             for run_id in run_ids:
                 row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
@@ -434,7 +451,7 @@ class PostgresStore:
         stored one); ``replace`` stores ``wake_ms`` as given (None clears it). A wake time
         is a hint for ``claim_work``, never a journal write: it takes no lease.
         """
-        with self._connection() as conn, conn.transaction():
+        with self._connection(f"waking run '{run_id}'") as conn, conn.transaction():
             if replace:
                 conn.execute("UPDATE runs SET wake_ms = %s WHERE run_id = %s", (wake_ms, run_id))
             elif wake_ms is not None:
@@ -448,7 +465,7 @@ class PostgresStore:
 
     def wake_of(self, run_id: str) -> int | None:
         """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
-        with self._connection() as conn:
+        with self._connection(f"reading the wake time of run '{run_id}'") as conn:
             row = conn.execute("SELECT wake_ms FROM runs WHERE run_id = %s", (run_id,)).fetchone()
         if row is None:
             raise unknown_run(run_id)
@@ -456,16 +473,13 @@ class PostgresStore:
 
     def notify_runnable(self, run_id: str) -> None:
         """Tell listening workers (``listen``) that ``run_id`` may be claimable now."""
-        with self._connection() as conn:
+        with self._connection(f"notifying workers of run '{run_id}'") as conn:
             conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, run_id))
 
     def listen(self) -> PostgresListener:
         """A connection of its own listening on NOTIFY_CHANNEL (close it when done)."""
-        conninfo, kwargs = self._pool.conninfo, self._pool.kwargs
-        conninfo = conninfo() if callable(conninfo) else conninfo
-        kwargs = kwargs() if callable(kwargs) else kwargs
         try:
-            conn = psycopg.connect(conninfo, **(kwargs or {}))
+            conn = psycopg.connect(self._url, **self._kwargs)
         except psycopg.Error as exc:
             raise self._storage_error(exc, "cannot listen") from exc
         return PostgresListener(conn, self)
@@ -480,7 +494,7 @@ class PostgresStore:
         journal, manifests, lease and run row are deleted in one transaction; the
         content-addressed nodes stay (see ``plait.driver.worker.collect_garbage``).
         """
-        with self._connection() as conn, conn.transaction():
+        with self._connection("collecting garbage") as conn, conn.transaction():
             roots = [
                 row[0]
                 for row in conn.execute(
@@ -504,8 +518,13 @@ class PostgresStore:
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         taken = sum(1 for op in ops if op[0] != "status")
         params = {"n": taken, "run_id": run_id}
+        what = f"committing to the journal of run '{run_id}'"
         try:
-            with self._connection() as conn, conn.pipeline() as pipe, conn.transaction():
+            with (
+                self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn,
+                conn.pipeline() as pipe,
+                conn.transaction(),
+            ):
                 if token is None:
                     row = conn.execute(_RESERVE, params).fetchone()
                 else:
@@ -542,7 +561,7 @@ class PostgresStore:
         self._remember(nodes)
 
     def load_journal(self, run_id: str) -> Journal:
-        with self._connection() as conn:
+        with self._connection(f"reading the journal of run '{run_id}'") as conn:
             rows = conn.execute(_SELECT_ROWS, (run_id,)).fetchall()
             if not rows:
                 self._require_run(conn, run_id)
@@ -557,7 +576,7 @@ class PostgresStore:
         return journal
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
-        with self._connection() as conn:
+        with self._connection(f"reading the records of run '{run_id}'") as conn:
             rows = conn.execute(
                 "SELECT seq, record_kind, payload FROM journal WHERE run_id = %s AND seq > %s"
                 " AND item = 'record' AND record_kind = ANY(%s) ORDER BY seq",
@@ -567,7 +586,7 @@ class PostgresStore:
             return [Record(seq, kind, reader.decode(payload)) for seq, kind, payload in rows]
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
-        with self._connection() as conn:
+        with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
             row = conn.execute(
                 "SELECT sha256, size, payload FROM journal"
                 " WHERE run_id = %s AND seq = %s AND item = 'checkpoint'",
@@ -588,7 +607,7 @@ class PostgresStore:
         return data
 
     def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
-        with self._connection() as conn:
+        with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
             row = conn.execute(
                 "SELECT seq, superstep, sha256, size FROM journal"
                 " WHERE run_id = %s AND item = 'checkpoint' ORDER BY seq DESC LIMIT 1",
@@ -599,7 +618,7 @@ class PostgresStore:
         return None if row is None else CheckpointMeta(*row)
 
     def stored_bytes(self, run_id: str | None = None) -> int:
-        with self._connection() as conn:
+        with self._connection("measuring stored bytes") as conn:
             if run_id is None:
                 row = conn.execute(_STORED_BYTES_ALL).fetchone()
             else:
@@ -634,7 +653,7 @@ class PostgresStore:
     def _duplicate(self, run_id: str, ops: list[Row], exc: PlaitError) -> PlaitError:
         """The E020 naming the first intent or result of ``ops`` whose key is taken."""
         keyed = [(op[0], op[1]) for op in ops if op[0] in ("intent", "result")]
-        with self._connection() as conn:
+        with self._connection(f"committing to the journal of run '{run_id}'") as conn:
             stored = conn.execute(
                 "SELECT item, journal_key FROM journal WHERE run_id = %s"
                 " AND item IN ('intent', 'result') AND journal_key = ANY(%s)",
@@ -652,21 +671,193 @@ class PostgresStore:
             seen.add((item, key))
         return exc
 
-    def _storage_error(self, exc: psycopg.Error, context: str = "") -> PlaitError:
+    def _storage_error(
+        self,
+        exc: psycopg.Error,
+        context: str = "",
+        conn: Connection | None = None,
+        if_lost: str = "",
+    ) -> PlaitError:
+        """PLAIT-E020 naming the server, what was being done and what went wrong."""
         what = " ".join(str(exc).split()) or type(exc).__name__
         if self._secret and len(self._secret) >= 3:
             what = what.replace(self._secret, "***")
+        if conn is not None and conn.broken:
+            # The server went away mid-statement (or the network path to it did).
+            what = f"connection lost{' (' + if_lost + ')' if if_lost else ''}: {what}"
         prefix = f"{context}: " if context else ""
         return PlaitError("E020", f"storage error on {self.where}: {prefix}{what}")
 
-    @contextmanager
-    def _connection(self) -> Iterator[Connection]:
-        """A pooled connection (autocommit); any psycopg error becomes PLAIT-E020."""
+    def _connect(self) -> Connection:
+        """A new connection, configured (the pool calls this)."""
+        conn = psycopg.connect(self._url, **self._kwargs)
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            _configure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _connection(self, what: str = "", *, if_lost: str = "") -> Iterator[Connection]:
+        """A pooled connection (autocommit); any psycopg error becomes PLAIT-E020.
+
+        ``what`` names the operation for the message ("reading run 'r1'"); ``if_lost``
+        is added when the connection broke under it. A pooled connection the server
+        closed meanwhile is replaced before use; the server being down is "cannot
+        connect" with libpq's reason, at once.
+        """
+        try:
+            conn = self._pool.get()
         except psycopg.Error as exc:
-            raise self._storage_error(exc) from exc
+            reason = "" if isinstance(exc, _PoolError) else "cannot connect"
+            context = ": ".join(part for part in (what, reason) if part)
+            raise self._storage_error(exc, context) from exc
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, what, conn, if_lost) from exc
+        finally:
+            self._pool.put(conn)
+
+
+class _PoolError(psycopg.OperationalError):
+    """The pool has no connection to give: it is closed, or all stayed busy."""
+
+
+class _Pool:
+    """Up to ``size`` connections shared by threads, opened when needed.
+
+    ``get`` hands out the most recently returned idle connection that still looks alive
+    (checked without a round trip, see ``_alive``), closing the ones that do not, and
+    opens a new one (``connect``) when none is left and fewer than ``size`` exist; when
+    ``size`` are checked out it waits up to ``timeout`` seconds for one to come back.
+    Connecting happens in the calling thread: its error is the caller's error. ``put``
+    keeps a connection only if it is idle, unbroken and not too old.
+    """
+
+    def __init__(self, connect: Callable[[], Connection], size: int, timeout: float) -> None:
+        self._connect = connect
+        self._size = size
+        self._timeout = timeout
+        self._idle: list[tuple[Connection, float, float]] = []  # (conn, opened, last used)
+        self._opened: dict[int, float] = {}  # id(conn) -> when it was opened
+        self._count = 0  # connections that exist or are being opened
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def get(self) -> Connection:
+        dead: list[Connection] = []
+        try:
+            with self._cond:
+                conn = self._take(dead)
+        finally:
+            for gone in dead:  # the server closed them: closing cannot block on it
+                _discard(gone)
+        if conn is not None:
+            return conn
+        try:
+            conn = self._connect()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+        with self._cond:
+            self._opened[id(conn)] = time.monotonic()
+        return conn
+
+    def _take(self, dead: list[Connection]) -> Connection | None:
+        """An idle live connection, or None with a slot reserved for a new one (locked)."""
+        deadline: float | None = None
+        while True:
+            if self._closed:
+                raise _PoolError("the store is closed")
+            while self._idle:
+                conn, _, used = self._idle.pop()
+                if _alive(conn, used):
+                    return conn
+                self._count -= 1
+                self._opened.pop(id(conn), None)
+                dead.append(conn)
+            if self._count < self._size:
+                self._count += 1
+                return None
+            now = time.monotonic()
+            deadline = now + self._timeout if deadline is None else deadline
+            if now >= deadline or not self._cond.wait(deadline - now):
+                if self._idle or self._count < self._size:
+                    continue
+                raise _PoolError(
+                    f"all {self._size} connections stayed busy for {self._timeout:g} s"
+                )
+
+    def adopt(self, conn: Connection) -> None:
+        """Pool a connection opened elsewhere (counted against ``size``; it must fit)."""
+        with self._cond:
+            assert self._count < self._size
+            self._count += 1
+            self._opened[id(conn)] = time.monotonic()
+        self.put(conn)
+
+    def put(self, conn: Connection) -> None:
+        """Take a connection back (every ``get`` is paired with one ``put``)."""
+        now = time.monotonic()
+        with self._cond:
+            opened = self._opened.get(id(conn), now)
+            keep = (
+                not self._closed
+                and not conn.closed
+                and not conn.broken
+                and conn.info.transaction_status == pq.TransactionStatus.IDLE
+                and now - opened < MAX_LIFETIME_S
+            )
+            if keep:
+                self._opened[id(conn)] = opened
+                self._idle.append((conn, opened, now))
+            else:
+                self._opened.pop(id(conn), None)
+                self._count -= 1
+            self._cond.notify()
+        if not keep:
+            _discard(conn)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            for conn, _, _ in idle:
+                self._opened.pop(id(conn), None)
+            self._cond.notify_all()
+        for conn, _, _ in idle:
+            _discard(conn)
+
+
+def _alive(conn: Connection, used: float) -> bool:
+    """Whether an idle pooled connection may be used, without a round trip.
+
+    An idle connection has nothing to read: when its socket is readable (or hung up) the
+    server has closed it, or told it why it is about to (a restart, an idle timeout, a
+    terminated backend, a proxy that went away). One unused for MAX_IDLE_S is not trusted.
+    """
+    if conn.closed or conn.broken or time.monotonic() - used > MAX_IDLE_S:
+        return False
+    try:
+        fd = conn.pgconn.socket
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            return not poller.poll(0)
+        readable, _, _ = select.select([fd], [], [], 0)
+        return not readable
+    except (OSError, ValueError, psycopg.Error):
+        return False
+
+
+def _discard(conn: Connection) -> None:
+    with suppress(Exception):
+        conn.close()
 
 
 class _NodeReader:
@@ -722,35 +913,61 @@ class _NodeReader:
 
 
 class PostgresListener:
-    """A dedicated connection that LISTENs on NOTIFY_CHANNEL for ``PostgresStore.listen``."""
+    """A dedicated connection that LISTENs on NOTIFY_CHANNEL for ``PostgresStore.listen``.
+
+    ``wait`` blocks on the connection's socket and on a wake-up socket together, so
+    ``interrupt`` (from another thread) ends a wait at once: a worker that stops does not
+    wait for the rest of a listening slice.
+    """
 
     def __init__(self, conn: Connection, store: PostgresStore) -> None:
         self._conn = conn
         self._store = store
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector = selectors.DefaultSelector()
         try:
             conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            # One that came with LISTEN's answer was read already: the socket will not say.
+            self._pending = any(True for _ in conn.notifies(timeout=0.0))
+            self._selector.register(conn.fileno(), selectors.EVENT_READ, "db")
+            self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         except psycopg.Error as exc:
-            conn.close()
+            self.close()
             raise store._storage_error(exc, "cannot listen") from exc
 
     def wait(self, timeout_s: float) -> bool:
-        """Block until a notification arrives (True) or ``timeout_s`` passes (False).
-
-        Notifications that queued up meanwhile are drained too, so one burst of enqueues
-        wakes a worker once.
+        """Block until a notification arrives (True), ``timeout_s`` passes or ``interrupt``
+        is called (False). Notifications that queued up meanwhile are drained too, so one
+        burst of enqueues wakes a worker once. A lost connection is PLAIT-E020.
         """
+        if self._pending:
+            self._pending = False
+            return True
         try:
-            got = False
-            for _ in self._conn.notifies(timeout=max(timeout_s, 0.0), stop_after=1):
-                got = True
-            if got:
-                for _ in self._conn.notifies(timeout=0.0):
-                    pass
-            return got
+            ready = {key.data for key, _ in self._selector.select(max(timeout_s, 0.0))}
+            if "wake" in ready:
+                with suppress(OSError):
+                    while self._wake_r.recv(64):
+                        pass
+                return False
+            if "db" not in ready:
+                return False
+            # Readable: notifications, or the server hanging up (which raises here).
+            return any(True for _ in self._conn.notifies(timeout=0.0))
         except psycopg.Error as exc:
             raise self._store._storage_error(exc, "listening") from exc
 
+    def interrupt(self) -> None:
+        """End the current (or next) ``wait`` at once; safe from any thread."""
+        with suppress(OSError):
+            self._wake_w.send(b"!")
+
     def close(self) -> None:
+        with suppress(Exception):
+            self._selector.close()
+        for sock in (self._wake_r, self._wake_w):
+            sock.close()
         self._conn.close()
 
 

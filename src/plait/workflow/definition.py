@@ -26,6 +26,9 @@ from plait.workflow.checks import judge, node_kind
 from plait.workflow.documents import flow_file
 from plait.workflow.manifest import budgets_of, manifest_of, node_executor
 
+_PLAN = "_judged_plan"
+"""The instance attribute ``Workflow.plan`` remembers its plan in."""
+
 
 class WorkflowError(PlaitError):
     """Everything wrong with one definition; ``source`` is the file it came from, if any."""
@@ -272,11 +275,25 @@ class Workflow:
         return tuple(i.problem() for i in (*issues, *plan_issues))
 
     def plan(self) -> Plan:
-        """The validated core plan; raises WorkflowError carrying every problem."""
+        """The validated core plan; raises WorkflowError carrying every problem.
+
+        Judged once per instance, then remembered: a Workflow is frozen and every builder
+        method (and ``dataclasses.replace``) makes a new instance, which judges itself
+        again, so the plan of this one cannot change. Judging checks every tool's JSON
+        Schema, which costs more than a small run's database work, and a drive asks for
+        the plan several times (start, manifest, environment). A definition with problems
+        is not remembered: it is judged, and refused, at every call.
+        """
+        known: Plan | None = self.__dict__.get(_PLAN)
+        if known is not None:
+            return known
         issues, plan_issues, plan = judge(self, require_model=True)
         if issues or plan_issues or plan is None:
             source = str(self.source) if self.source is not None else None
             raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], source)
+        # Not a dataclass field: invisible to ==, repr and replace(). Two threads judging
+        # at once store equal plans.
+        object.__setattr__(self, _PLAN, plan)
         return plan
 
     # -- what a run pins -----------------------------------------------------
