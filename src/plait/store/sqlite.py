@@ -51,6 +51,9 @@ _INSERT_ROW = (
     f"INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
     f" VALUES (?, ?, {', '.join('?' for _ in JOURNAL_COLUMNS)})"
 )
+_WATCH_LIMIT = 256
+"""Runs whose last ``records_after`` answer a store remembers (drivers polling right now)."""
+
 _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
     " (SELECT MAX(seq) FROM manifests WHERE run_id = :run), l.token, l.host"
@@ -403,6 +406,8 @@ class SqliteStore:
                 decode = self._decoder(conn, {})
                 found = [Record(seq, kind, decode(payload)) for seq, kind, payload in rows]
             last = max([after_seq, *(record.seq for record in found)])
+            if len(self._nothing_after) >= _WATCH_LIMIT:
+                self._nothing_after.clear()  # runs no longer driven here: nothing is held per run
             self._nothing_after[watch] = (version, last)
             return found
 
