@@ -12,11 +12,14 @@ from plait.cli.answer import approve, asks, deny, raise_budget, respond, send
 from plait.cli.check import check
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
+from plait.cli.output import JsonUsageGroup
 from plait.cli.run import cancel, fork, resume, run
+from plait.cli.serve import serve
 from plait.cli.worker import gc, worker
 
 app = typer.Typer(
     name="plait",
+    cls=JsonUsageGroup,
     help="Run AI agent workflows that survive crashes, waits and budgets.",
     no_args_is_help=True,
     add_completion=False,
@@ -47,6 +50,7 @@ app.command("graph")(graph)
 app.command("check")(check)
 app.command("worker")(worker)
 app.command("gc")(gc)
+app.command("serve")(serve)
 
 
 def main() -> None:

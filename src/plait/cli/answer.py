@@ -13,8 +13,10 @@ from rich.table import Table
 
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_OK, Output
-from plait.cli.run import parse_budgets, parse_input
+from plait.cli.run import parse_input
 from plait.core.errors import PlaitError
+from plait.driver.verbs import accepted, asks_object, parse_budgets
+from plait.driver.verbs import raise_budget as journal_raise
 
 RunArg = Annotated[str, typer.Argument(metavar="RUN_ID")]
 AskArg = Annotated[str, typer.Argument(metavar="ASK_ID")]
@@ -36,10 +38,11 @@ def asks(
     """List what waits for a human: the pending asks of one run, or of every parked run."""
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
-        found = rt.asks(run_id)
+        listed = asks_object(rt, run_id)
     if json_output:
-        out.data({"asks": found})
+        out.data(listed)
         return
+    found = listed["asks"]
     table = Table("run", "ask id", "node", "prompt", "approval", "expires at")
     for ask in found:
         table.add_row(
@@ -69,7 +72,7 @@ def respond(
     with out.reporting():
         if (result is None) == (deny is None):
             raise PlaitError("E028", "respond: give exactly one of --result JSON or --deny REASON")
-        value = parse_input(result) if result is not None else None
+        value = parse_input(result, "--result") if result is not None else None
         with runtime(db, principal) as rt:
             body = rt.respond(run_id, ask_id, value, deny=deny)
     _accepted(out, body, f"answer to {ask_id[:16]}… accepted; `plait resume {run_id}` goes on")
@@ -115,7 +118,7 @@ def send(
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
         rt.send(run_id, message)
-    _accepted(out, {"run_id": run_id, "accepted": True}, f"message queued for {run_id}")
+    _accepted(out, accepted(run_id), f"message queued for {run_id}")
 
 
 def raise_budget(
@@ -129,6 +132,5 @@ def raise_budget(
     with out.reporting():
         raised = parse_budgets(ceilings)
         with runtime(db) as rt:
-            rt.raise_budget(run_id, raised)
-    body = {"run_id": run_id, "accepted": True, "budgets": raised}
+            body = journal_raise(rt, run_id, raised)
     _accepted(out, body, f"budget raised for {run_id}: {raised}")

@@ -13,9 +13,13 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, Output
 from plait.cli.run import describe, status_exit
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
-from plait.driver.inspect_run import explain
-from plait.driver.runtime import Runtime
-from plait.store.records import RUN_STATUSES
+from plait.driver.verbs import (
+    check_run_status,
+    runs_object,
+    show_object,
+    trace_object,
+    verify_report,
+)
 
 
 def runs(
@@ -26,25 +30,12 @@ def runs(
     """List runs, newest first."""
     out = Output(json_output)
     with out.reporting():
-        if status is not None and status not in RUN_STATUSES:
-            raise PlaitError(
-                "E019", f"--status {status!r}: expected one of {', '.join(RUN_STATUSES)}"
-            )
+        check_run_status(status)  # before the store is opened (or created)
         with runtime(db) as rt:
-            infos = rt.store.list_runs(status)
-    rows: list[dict[str, Any]] = [
-        {
-            "run_id": i.run_id,
-            "workflow": i.workflow,
-            "status": i.status,
-            "principal": i.principal,
-            "created_ms": i.created_ms,
-            "updated_ms": i.updated_ms,
-        }
-        for i in infos
-    ]
+            listed = runs_object(rt, status)
+    rows: list[dict[str, Any]] = listed["runs"]
     if json_output:
-        out.data({"runs": rows})
+        out.data(listed)
         return
     table = Table("run", "workflow", "status", "created (ms)")
     for row in rows:
@@ -61,16 +52,12 @@ def show(
     governed node in flight its active steps, allowed tools and why the others are blocked."""
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
-        result = rt.show(run_id)
-        governance = explain(rt.store, run_id)
+        result, shown = show_object(rt, run_id)
     if json_output:
-        shown = result.to_json()
-        if governance:
-            shown["governance"] = governance
         out.data(shown)
     else:
         describe(out, result)
-        for node_id, where in governance.items():
+        for node_id, where in shown.get("governance", {}).items():
             _describe_flow(out, node_id, where)
     raise typer.Exit(status_exit(result))
 
@@ -102,10 +89,11 @@ def trace(
     """Every effect of a run in dispatch order."""
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
-        entries = rt.trace(run_id)
+        traced = trace_object(rt, run_id)
     if json_output:
-        out.data({"run_id": run_id, "entries": entries})
+        out.data(traced)
         return
+    entries = traced["entries"]
     table = Table("step", "node", "attempt", "seq", "kind", "status", "result", "redelivered")
     for e in entries:
         shown = e.get("result") if "result" in e else e.get("failure")
@@ -143,10 +131,10 @@ def verify(
             with Progress(console=out.console()) as bar:
                 task = bar.add_task("verifying", total=len(ids))
                 for run_id in ids:
-                    reports.append(_verify_one(rt, run_id))
+                    reports.append(verify_report(rt, run_id))
                     bar.advance(task)
         else:
-            reports = [_verify_one(rt, run_id) for run_id in ids]
+            reports = [verify_report(rt, run_id) for run_id in ids]
     failed = sum(1 for r in reports if not r["verified"])
     if json_output:
         if len(reports) == 1 and not all_runs:
@@ -164,19 +152,3 @@ def verify(
             else:
                 out.say(f"FAILED {r['run_id']}: {r['error']}")
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
-
-
-def _verify_one(rt: Runtime, run_id: str) -> dict[str, Any]:
-    """One run's report; a run that cannot be replayed at all is a failed verification."""
-    try:
-        return rt.verify(run_id).to_json()
-    except PlaitError as exc:
-        if exc.code == "E017":
-            raise
-        return {
-            "run_id": run_id,
-            "verified": False,
-            "checkpoints": 0,
-            "up_to": "start",
-            "error": str(exc),
-        }

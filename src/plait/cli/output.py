@@ -11,14 +11,18 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TextIO
 
 import typer
 from rich.console import Console
+from typer._click import Context  # typer vendors click: its own Context and UsageError
+from typer._click.exceptions import UsageError
+from typer.core import TyperGroup
 
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
+from plait.driver.verbs import error_object
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -34,25 +38,13 @@ def exit_code(error: PlaitError) -> int:
     return EXIT_FAILED if error.code in RUN_OUTCOME_CODES else EXIT_REFUSED
 
 
-def error_object(error: PlaitError) -> dict[str, Any]:
-    """``{"error": {"code", "message", ...}}``; a load error also lists every problem."""
-    body: dict[str, Any] = {"code": f"PLAIT-{error.code}", "message": error.detail}
-    source = getattr(error, "source", None)
-    if source is not None or len(error.problems) > 1:
-        body["problems"] = [
-            {"code": f"PLAIT-{p.code}", "message": p.message, "line": p.line}
-            for p in error.problems
-        ]
-    if source is not None:
-        body["file"] = source
-    return {"error": body}
-
-
-@dataclass(frozen=True)
+@dataclass
 class Output:
     """Where one invocation of a verb writes: JSON on stdout, or words for a human."""
 
     json_mode: bool
+    _stdout: TextIO | None = field(default=None, init=False, repr=False)
+    """The real stdout while ``reporting`` sends everything else's prints to stderr."""
 
     def console(self) -> Console:
         to_stderr = self.json_mode or not sys.stdout.isatty()
@@ -64,8 +56,9 @@ class Output:
 
     def data(self, obj: dict[str, Any]) -> None:
         """The one JSON object of a ``--json`` invocation."""
-        sys.stdout.write(dumps(obj) + "\n")
-        sys.stdout.flush()
+        stdout = self._stdout or sys.stdout
+        stdout.write(dumps(obj) + "\n")
+        stdout.flush()
 
     def text(self, text: str) -> None:
         """A verb's product as plain text on stdout (a Mermaid chart, say), never decorated."""
@@ -85,8 +78,59 @@ class Output:
 
     @contextlib.contextmanager
     def reporting(self) -> Iterator[None]:
-        """Turn a PlaitError raised inside into its report and exit code (no traceback)."""
+        """Turn a PlaitError raised inside into its report and exit code (no traceback).
+
+        With ``--json``, whatever tools and libraries print while the verb works goes to
+        stderr, so stdout carries the one JSON object and nothing else.
+        """
+        quiet = self.json_mode and self._stdout is None
+        if quiet:
+            self._stdout = sys.stdout
         try:
-            yield
+            with contextlib.redirect_stdout(sys.stderr) if quiet else contextlib.nullcontext():
+                yield
         except PlaitError as exc:
             raise self.fail(exc) from None
+        finally:
+            if quiet:
+                self._stdout = None
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether a command line asks for ``--json`` (before a ``--``, which ends options)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+@contextlib.contextmanager
+def usage_as_json(json_mode: bool) -> Iterator[None]:
+    """With ``--json``, a command-line usage error is the JSON error object too (E019, exit 2)."""
+    try:
+        yield
+    except UsageError as exc:
+        if not json_mode:
+            raise
+        where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+        raise Output(True).fail(PlaitError("E019", where + exc.format_message())) from None
+
+
+class JsonUsageGroup(TyperGroup):
+    """The group of verbs: an unknown verb or option, a missing argument or a bad value is
+    reported as ``{"error": ...}`` when the command line asks for ``--json``."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: Context | None = None,
+        **extra: Any,
+    ) -> Context:
+        json_mode = wants_json(list(args))
+        with usage_as_json(json_mode):
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        ctx.meta["plait.json"] = json_mode
+        return ctx
+
+    def invoke(self, ctx: Context) -> Any:
+        with usage_as_json(bool(ctx.meta.get("plait.json"))):
+            return super().invoke(ctx)

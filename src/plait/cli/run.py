@@ -17,21 +17,14 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
+from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow
 
-BUDGET_AXES = {
-    "supersteps": ("max_supersteps", 1),
-    "tokens": ("max_tokens", 1),
-    "usd": ("max_usd_micros", 1_000_000),
-    "wall_ms": ("max_wall_ms", 1),
-    "wall_s": ("max_wall_ms", 1000),
-    "storage_bytes": ("max_storage_bytes", 1),
-}
 
-
-def parse_input(value: str | None) -> Any:
-    """``--input JSON`` or ``--input @FILE``; absent means no input ({})."""
+def parse_input(value: str | None, option: str = "--input") -> Any:
+    """``--input JSON`` or ``--input @FILE`` (``option`` names it in errors: PLAIT-E019);
+    absent means no input ({})."""
     if value is None:
         return None
     text = value
@@ -39,33 +32,34 @@ def parse_input(value: str | None) -> Any:
         path = Path(value[1:])
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PlaitError("E019", f"--input {value}: cannot read the file: {exc}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PlaitError("E019", f"{option} {value}: cannot read the file: {exc}") from exc
     try:
         return loads(text)
     except CanonicalJSONError as exc:
-        raise PlaitError("E019", f"--input: not valid JSON: {exc}") from exc
+        raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc
 
 
-def parse_budgets(items: list[str]) -> dict[str, Any]:
-    """``AXIS=VALUE`` pairs as manifest ceilings (usd in dollars, stored as micro-dollars)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        axis, sep, raw = item.partition("=")
-        if not sep or axis not in BUDGET_AXES:
-            raise PlaitError(
-                "E019",
-                f"budget {item!r}: expected AXIS=VALUE with AXIS one of {', '.join(BUDGET_AXES)}",
-            )
-        field, scale = BUDGET_AXES[axis]
-        try:
-            number = float(raw)
-        except ValueError:
-            raise PlaitError("E019", f"budget {item!r}: {raw!r} is not a number") from None
-        if number < 0 or number != number:
-            raise PlaitError("E019", f"budget {item!r}: must be a non-negative number")
-        out[field] = int(number * scale + 0.5)
-    return out
+MAX_RUN_ID_BYTES = 256
+
+
+def check_run_id(run_id: str | None) -> None:
+    """PLAIT-E019 for a ``--run-id`` that is blank, longer than 256 bytes, holds a control
+    character, or holds ``~`` (reserved: ``PARENT~…`` names a parent's child runs)."""
+    if run_id is None:
+        return
+    problem = None
+    if not run_id.strip():
+        problem = "must not be blank"
+    elif len(run_id.encode("utf-8")) > MAX_RUN_ID_BYTES:
+        problem = f"is longer than {MAX_RUN_ID_BYTES} bytes"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in run_id):
+        problem = "contains a control character"
+    elif "~" in run_id:
+        problem = "contains '~' (reserved for child runs: PARENT~…)"
+    if problem is not None:
+        shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
+        raise PlaitError("E019", f"--run-id {shown!r} {problem}")
 
 
 def status_exit(result: RunResult) -> int:
@@ -140,8 +134,11 @@ def run(
     """Start a run of WORKFLOW and drive it until it finishes or parks."""
     out = Output(json_output)
     with out.reporting():
+        check_run_id(run_id)
         wf = load_workflow(workflow, model)
         value = parse_input(input)
+        if input is not None and value is None:  # `--input null`: a value, not "no input"
+            value = {"input": None}
         if detach:  # a worker drives it (plait worker); exit 3: not finished
             with runtime(db, principal, durability=wf.durability) as rt:
                 queued = asyncio.run(rt.enqueue(wf, value, run_id=run_id))
@@ -204,7 +201,7 @@ def cancel(
     with out.reporting(), runtime(db, principal) as rt:
         rt.cancel(run_id, reason)
     if json_output:
-        out.data({"run_id": run_id, "accepted": True})
+        out.data(accepted(run_id))
     else:
         out.say(f"cancel of {run_id} accepted")
     raise typer.Exit(EXIT_OK)

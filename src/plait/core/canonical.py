@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 JSON = Any
@@ -42,12 +43,22 @@ def _refuse_constant(name: str) -> Any:
     raise CanonicalJSONError(f"{name} is not valid JSON (NaN and Infinity are refused)")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e999 parses as Infinity: refused like the literal
+        raise CanonicalJSONError(f"{text} is out of range for a JSON number")
+    return value
+
+
 def loads(text: str | bytes) -> JSON:
-    """Parse JSON text, refusing NaN/Infinity; ints stay ints and floats stay floats."""
+    """Parse JSON text, refusing NaN/Infinity (and numbers too large for a float, which
+    would be Infinity); ints stay ints and floats stay floats."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise CanonicalJSONError(str(exc)) from exc
+    except RecursionError:
+        raise CanonicalJSONError("nested too deeply to parse") from None
 
 
 def digest(data: bytes | str) -> str:

@@ -35,6 +35,7 @@ CATALOGUE: dict[str, str] = {
     "E026": "engine epoch mismatch",
     "E027": "invalid governance flow",
     "E028": "invalid answer",
+    "E029": "unauthenticated (HTTP API: missing or wrong bearer token)",
 }
 
 

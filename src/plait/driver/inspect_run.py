@@ -33,8 +33,13 @@ def show(store: Store, run_id: str) -> RunResult:
     return result
 
 
+NO_USAGE = {"input_tokens": 0, "output_tokens": 0, "usd_micros": 0}
+"""The ``usage`` of a trace entry that charged nothing (pending, failed or refused)."""
+
+
 def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """Every effect in dispatch order (the order intents were journaled)."""
+    """Every effect in dispatch order (the order intents were journaled); every entry has
+    the fields of CONTRACT.md, ``usage`` included."""
     journal = store.load_journal(run_id)
     redeliveries: dict[Any, int] = {}
     for record in journal.records:
@@ -64,14 +69,16 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
         }
         if result is None:
             entry["status"] = "pending"
+            entry["usage"] = dict(NO_USAGE)
         elif "Completed" in result.outcome:
             body = result.outcome["Completed"]
             entry["status"] = "answered" if intent.executor == "ask" else "completed"
             entry["result"] = body.get("result")
-            entry["usage"] = body.get("usage")
+            entry["usage"] = body.get("usage") or dict(NO_USAGE)
         else:
             entry["status"] = "failed"
             entry["failure"] = result.outcome["Failed"]
+            entry["usage"] = dict(NO_USAGE)  # a failed effect charges nothing
         entries.append(entry)
         if key.kind == "llm" and isinstance(entry.get("result"), dict):
             for call in entry["result"].get("tool_calls") or ():
@@ -95,6 +102,7 @@ def _refused_entry(
         "status": "refused",
         "input": {"tool": call.get("name"), "arguments": call.get("arguments")},
         "result": {"tool_call_id": call.get("id"), "reason": refused.get("content")},
+        "usage": dict(NO_USAGE),
         "redeliveries": 0,
     }
 

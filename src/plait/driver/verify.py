@@ -84,6 +84,8 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
 
     def answer_of(ask_id: str) -> EffectOutcome | None:
         key = asks.get(ask_id)
+        if key is None:  # an ask a fork inherited: its intent is in the base run's journal
+            key = next((k for k in results if call_id(k) == ask_id), None)
         return None if key is None else result_of(key)
 
     def stored_bytes(seq: int) -> bytes:
@@ -151,7 +153,7 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             " replay never produced",
         )
     if state is None:
-        up_to = "start"
+        up_to = "superstep 0"  # nothing was ever fed (a queued run)
     elif state.is_terminal():
         up_to = "terminal"
     elif state.is_parked():

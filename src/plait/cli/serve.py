@@ -1,0 +1,85 @@
+"""``plait serve``: the HTTP API and the web console (docs/server.md).
+
+FastAPI and uvicorn are optional (``pip install 'plait[server]'``); they are imported
+only here, once the verb runs, so every other verb works without them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from typing import Annotated, TextIO
+
+import typer
+
+from plait.cli.common import AsOption, DbOption, JsonOption
+from plait.cli.output import EXIT_REFUSED, Output
+from plait.driver.runtime import default_db
+from plait.server.auth import TOKEN_ENV, resolve_token
+from plait.store import open_store
+
+SERVER_MODULES = ("fastapi", "uvicorn")
+
+
+def missing_server_modules() -> list[str]:
+    return [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+
+
+def server_token(given: str | None, environ: Mapping[str, str], err: TextIO) -> str:
+    """The token to serve with; a generated one is shown once on ``err`` (never logged)."""
+    token, generated = resolve_token(given, environ)
+    if generated:
+        err.write(
+            f"plait serve: no --token or ${TOKEN_ENV} given; this server's token is\n"
+            f"  {token}\n"
+            "(send it as 'Authorization: Bearer <token>'; the console asks for it)\n"
+        )
+        err.flush()
+    return token
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", metavar="H", help="Address to listen on.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", metavar="P", help="Port to listen on.")] = 8000,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            metavar="T",
+            help=f"The bearer token (default ${TOKEN_ENV}, else a generated one, shown once).",
+        ),
+    ] = None,
+    principal: AsOption = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Serve the HTTP API and the web console until stopped (Ctrl-C).
+
+    With --as, the token always acts as that principal; else a request may name one ("as").
+    """
+    missing = missing_server_modules()
+    if missing:
+        sys.stderr.write(
+            f"plait serve needs {' and '.join(missing)}, which are not installed:"
+            " pip install 'plait[server]'\n"
+        )
+        raise typer.Exit(EXIT_REFUSED)
+    out = Output(json_output)
+    url = db or default_db()
+    with out.reporting():
+        open_store(url).close()  # an unreachable store refuses now, not at the first request
+    import uvicorn
+
+    from plait.server.app import create_app
+
+    app = create_app(
+        server_token(token, os.environ, sys.stderr),
+        db=url,
+        principal=principal,
+        bound=principal is not None,
+    )
+    uvicorn.run(app, host=host, port=port, log_level="info")

@@ -1,0 +1,136 @@
+"""What the verbs answer: the JSON objects of CONTRACT.md, built once for every surface.
+
+The CLI prints these objects with ``--json`` and the HTTP API returns them, so the two
+can never drift apart. Functions here read or journal through a ``Runtime`` and shape
+the answer; they never print, never pick an exit code or an HTTP status, and never
+drive a run (the caller decides where the event loop runs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from plait.core.errors import PlaitError
+from plait.driver.inspect_run import explain
+from plait.driver.runtime import Runtime
+from plait.driver.wave import RunResult
+from plait.store.records import RUN_STATUSES
+
+BUDGET_AXES = {
+    "supersteps": ("max_supersteps", 1),
+    "tokens": ("max_tokens", 1),
+    "usd": ("max_usd_micros", 1_000_000),
+    "wall_ms": ("max_wall_ms", 1),
+    "wall_s": ("max_wall_ms", 1000),
+    "storage_bytes": ("max_storage_bytes", 1),
+}
+"""Budget axes as users name them -> (manifest ceiling, scale to its unit)."""
+
+
+def error_object(error: PlaitError) -> dict[str, Any]:
+    """``{"error": {"code", "message", ...}}``; a load error also lists every problem."""
+    body: dict[str, Any] = {"code": f"PLAIT-{error.code}", "message": error.detail}
+    source = getattr(error, "source", None)
+    if source is not None or len(error.problems) > 1:
+        body["problems"] = [
+            {"code": f"PLAIT-{p.code}", "message": p.message, "line": p.line}
+            for p in error.problems
+        ]
+    if source is not None:
+        body["file"] = source
+    return {"error": body}
+
+
+def parse_budgets(items: Iterable[str]) -> dict[str, Any]:
+    """``AXIS=VALUE`` pairs as manifest ceilings (usd in dollars, stored as micro-dollars)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        axis, sep, raw = item.partition("=")
+        if not sep or axis not in BUDGET_AXES:
+            raise PlaitError(
+                "E019",
+                f"budget {item!r}: expected AXIS=VALUE with AXIS one of {', '.join(BUDGET_AXES)}",
+            )
+        field, scale = BUDGET_AXES[axis]
+        try:
+            number = float(raw)
+        except ValueError:
+            raise PlaitError("E019", f"budget {item!r}: {raw!r} is not a number") from None
+        if not 0 <= number < math.inf:  # NaN and Infinity too
+            raise PlaitError("E019", f"budget {item!r}: must be a finite number >= 0")
+        out[field] = int(number * scale + 0.5)
+    return out
+
+
+def accepted(run_id: str, **extra: Any) -> dict[str, Any]:
+    """``{"run_id", "accepted": true, ...}``: a command was journaled."""
+    return {"run_id": run_id, "accepted": True, **extra}
+
+
+def check_run_status(status: str | None, *, option: str = "--status") -> None:
+    """PLAIT-E019 for a status no run can have (``option`` names the parameter)."""
+    if status is not None and status not in RUN_STATUSES:
+        raise PlaitError("E019", f"{option} {status!r}: expected one of {', '.join(RUN_STATUSES)}")
+
+
+def runs_object(rt: Runtime, status: str | None, *, option: str = "--status") -> dict[str, Any]:
+    """``plait runs``: ``{"runs": [...]}`` newest first, optionally of one status."""
+    check_run_status(status, option=option)
+    return {
+        "runs": [
+            {
+                "run_id": i.run_id,
+                "workflow": i.workflow,
+                "status": i.status,
+                "principal": i.principal,
+                "created_ms": i.created_ms,
+                "updated_ms": i.updated_ms,
+            }
+            for i in rt.store.list_runs(status)
+        ]
+    }
+
+
+def show_object(rt: Runtime, run_id: str) -> tuple[RunResult, dict[str, Any]]:
+    """``plait show``: the run and its object, with ``governance`` for governed nodes in flight."""
+    result = rt.show(run_id)
+    shown = result.to_json()
+    governance = explain(rt.store, run_id)
+    if governance:
+        shown["governance"] = governance
+    return result, shown
+
+
+def trace_object(rt: Runtime, run_id: str) -> dict[str, Any]:
+    """``plait trace``: ``{"run_id", "entries": [...]}`` in dispatch order."""
+    return {"run_id": run_id, "entries": rt.trace(run_id)}
+
+
+def verify_report(rt: Runtime, run_id: str) -> dict[str, Any]:
+    """One run's verify report; a run that cannot be replayed at all is a failed verification
+    (an unknown run id stays PLAIT-E017)."""
+    try:
+        return rt.verify(run_id).to_json()
+    except PlaitError as exc:
+        if exc.code == "E017":
+            raise
+        return {
+            "run_id": run_id,
+            "verified": False,
+            "checkpoints": 0,
+            "up_to": "superstep 0",
+            "error": str(exc),
+        }
+
+
+def asks_object(rt: Runtime, run_id: str | None) -> dict[str, Any]:
+    """``plait asks``: the pending asks of one run (and its children), or of every parked run."""
+    return {"asks": rt.asks(run_id)}
+
+
+def raise_budget(rt: Runtime, run_id: str, raised: dict[str, Any]) -> dict[str, Any]:
+    """Journal raised ceilings; the answer echoes them in the units they are kept in."""
+    rt.raise_budget(run_id, raised)
+    return accepted(run_id, budgets=raised)

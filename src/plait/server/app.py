@@ -1,0 +1,50 @@
+"""``create_app``: the FastAPI application ``plait serve`` runs.
+
+Every API route needs the server's bearer token (``settings.authenticated``); only the
+console page does not. Errors answer with the CLI's error object and a status from
+``errors.STATUS``. The interactive API docs are off: the API is documented in
+docs/server.md, and those pages would load their script from a CDN.
+"""
+
+from __future__ import annotations
+
+from fastapi import Depends, FastAPI
+
+from plait.driver.runtime import default_db, default_principal
+from plait.server import commands, console, driving, errors, events, reading
+from plait.server.auth import Access
+from plait.server.settings import DEFAULT_HEARTBEAT_S, DEFAULT_POLL_S, ServerSettings, authenticated
+
+
+def create_app(
+    token: str,
+    *,
+    db: str | None = None,
+    principal: str | None = None,
+    bound: bool = False,
+    poll_s: float = DEFAULT_POLL_S,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+) -> FastAPI:
+    """The API on store ``db`` (default ``$PLAIT_DB``, else ``.plait/plait.db``), behind ``token``.
+
+    ``principal``: who requests act as when they name nobody (default ``$PLAIT_PRINCIPAL``,
+    else the OS user); ``bound``: the token always acts as ``principal`` (``auth.Access``).
+    ``poll_s``: how often an event stream reads the store while a run moves.
+    """
+    if not token:
+        raise ValueError("create_app needs a non-empty token")
+    access = Access(token, principal or default_principal(), bound)
+    app = FastAPI(
+        title="plait",
+        summary="Durable AI agent workflows: the verbs of the plait CLI over HTTP.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.plait = ServerSettings(db or default_db(), access, poll_s, heartbeat_s)
+    errors.install(app)
+    guarded = [Depends(authenticated)]
+    for module in (reading, commands, driving, events):
+        app.include_router(module.router, dependencies=guarded)
+    app.include_router(console.router)
+    return app

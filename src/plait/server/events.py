@@ -1,0 +1,147 @@
+"""``GET /runs/{id}/events``: a run's journal as server-sent events, as it grows.
+
+One event per journal item, in ``seq`` order: ``intent``, ``result``, ``checkpoint``
+(its metadata, not its bytes) and ``record`` (clock readings, answers, cancels, ...),
+each with ``id: <seq>`` so a client resumes with ``?after=SEQ`` or ``Last-Event-ID``.
+The stream ends with an ``end`` event once the run is parked or finished and every
+item journaled up to then was sent; a client reconnects to follow it further.
+
+Events are observational only (ARCHITECTURE.md §12): the stream reads the store and
+never writes it, so a slow or vanished subscriber cannot change a run. The store is
+polled between batches (``ServerSettings.poll_s``), each read in a worker thread so
+the event loop never waits on the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from fastapi.responses import StreamingResponse
+
+from plait.core.canonical import dumps
+from plait.core.errors import PlaitError
+from plait.server.settings import ServerSettings, Settings
+from plait.store import open_store
+from plait.store.base import Store
+from plait.store.records import CheckpointMeta, IntentRecord, JournalItem, ResultRecord
+
+router = APIRouter()
+
+SETTLED = frozenset({"parked", "completed", "failed", "stalled", "canceled", "budget_exhausted"})
+"""Statuses a run stays in until someone acts: the stream ends there."""
+
+
+def item_json(item: JournalItem) -> dict[str, Any]:
+    """A journal item as an event's data; ``type`` says which kind of item it is."""
+    if isinstance(item, IntentRecord):
+        return {
+            "seq": item.seq,
+            "type": "intent",
+            "key": item.key.to_json(),
+            "executor": item.executor,
+            "superstep": item.superstep,
+            "clock_ms": item.clock_ms,
+            "idempotency_key": item.idempotency_key,
+            "input": item.input,
+        }
+    if isinstance(item, ResultRecord):
+        return {
+            "seq": item.seq,
+            "type": "result",
+            "key": item.key.to_json(),
+            "clock_ms": item.clock_ms,
+            "journal_bytes": item.journal_bytes,
+            "outcome": item.outcome,
+        }
+    if isinstance(item, CheckpointMeta):
+        return {
+            "seq": item.seq,
+            "type": "checkpoint",
+            "superstep": item.superstep,
+            "sha256": item.sha256,
+            "size": item.size,
+        }
+    return {"seq": item.seq, "type": "record", "kind": item.kind, "body": item.body}
+
+
+def frame(event: str, data: dict[str, Any], seq: int | None = None) -> str:
+    """One server-sent event; canonical JSON holds no raw newline, so data is one line."""
+    head = f"id: {seq}\n" if seq is not None else ""
+    return f"{head}event: {event}\ndata: {dumps(data)}\n\n"
+
+
+def batch(store: Store, run_id: str, after: int) -> tuple[str, list[JournalItem]]:
+    """The run's status, then every item after ``after``.
+
+    The status is read first: when it says parked or finished, every item written
+    before it got there is in the items read after it.
+    """
+    status = store.get_run(run_id).status
+    items = [item for item in store.load_journal(run_id).items() if item.seq > after]
+    return status, items
+
+
+async def journal_events(
+    settings: ServerSettings, store: Store, run_id: str, after: int
+) -> AsyncIterator[str]:
+    """Frames for every item after ``after``, polling until the run settles; closes ``store``."""
+    try:
+        idle = 0.0
+        while True:
+            status, items = await asyncio.to_thread(batch, store, run_id, after)
+            for item in items:
+                data = item_json(item)
+                yield frame(data["type"], data, item.seq)
+                after = item.seq
+            if status in SETTLED:
+                yield frame("end", {"run_id": run_id, "status": status, "after": after})
+                return
+            if items:
+                idle = 0.0
+                continue
+            if idle >= settings.heartbeat_s:
+                idle = 0.0
+                yield ": still here\n\n"  # a comment: keeps proxies from closing an idle stream
+            await asyncio.sleep(settings.poll_s)
+            idle += settings.poll_s
+    finally:
+        store.close()
+
+
+def start_seq(after: int | None, last_event_id: str | None) -> int:
+    """Where the stream starts: ``?after=``, else ``Last-Event-ID``, else the beginning."""
+    if after is not None:
+        return after
+    if last_event_id is None or not last_event_id.strip():
+        return 0
+    try:
+        return int(last_event_id.strip())
+    except ValueError:
+        raise PlaitError(
+            "E019", f"Last-Event-ID {last_event_id!r}: expected a journal seq (an integer)"
+        ) from None
+
+
+@router.get("/runs/{run_id}/events")
+async def events(
+    settings: Settings,
+    run_id: str,
+    after: int | None = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> Any:
+    """The run's journal from ``after`` on, as ``text/event-stream``."""
+    first = start_seq(after, last_event_id)
+    store = await asyncio.to_thread(open_store, settings.db)
+    try:
+        await asyncio.to_thread(store.get_run, run_id)  # PLAIT-E017 before the stream opens
+    except BaseException:
+        store.close()
+        raise
+    return StreamingResponse(
+        journal_events(settings, store, run_id, first),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )

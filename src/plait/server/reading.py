@@ -1,0 +1,77 @@
+"""Routes that read runs back: ``runs``, ``show``, ``trace``, ``verify``, ``asks``, ``graph``.
+
+Each answers with the object ``plait VERB --json`` prints. Routes are plain functions:
+FastAPI runs them in its thread pool, so store calls never block the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from plait.driver import verbs
+from plait.server.replies import CanonicalJSON
+from plait.server.settings import Settings
+from plait.workflow import load_workflow
+from plait.workflow.chart import graph_object, pinned_chart
+
+router = APIRouter(default_response_class=CanonicalJSON)
+
+
+@router.get("/runs")
+def runs(settings: Settings, status: str | None = None) -> Any:
+    """``plait runs [--status S]``."""
+    verbs.check_run_status(status, option="status")
+    with settings.runtime() as rt:
+        return verbs.runs_object(rt, status, option="status")
+
+
+@router.get("/runs/{run_id}")
+def show(settings: Settings, run_id: str) -> Any:
+    """``plait show RUN_ID``."""
+    with settings.runtime() as rt:
+        _, shown = verbs.show_object(rt, run_id)
+    return shown
+
+
+@router.get("/runs/{run_id}/trace")
+def trace(settings: Settings, run_id: str) -> Any:
+    """``plait trace RUN_ID``."""
+    with settings.runtime() as rt:
+        return verbs.trace_object(rt, run_id)
+
+
+@router.post("/runs/{run_id}/verify")
+def verify(settings: Settings, run_id: str) -> Any:
+    """``plait verify RUN_ID``: the report, ``verified`` true or false (HTTP 200 either way)."""
+    with settings.runtime() as rt:
+        return verbs.verify_report(rt, run_id)
+
+
+@router.get("/asks")
+def asks(settings: Settings) -> Any:
+    """``plait asks``: the pending asks of every parked run."""
+    with settings.runtime() as rt:
+        return verbs.asks_object(rt, None)
+
+
+@router.get("/runs/{run_id}/asks")
+def run_asks(settings: Settings, run_id: str) -> Any:
+    """``plait asks RUN_ID``: the pending asks of one run and its child runs."""
+    with settings.runtime() as rt:
+        return verbs.asks_object(rt, run_id)
+
+
+@router.get("/runs/{run_id}/graph")
+def run_graph(settings: Settings, run_id: str) -> Any:
+    """The graph of the definition the run pinned at start (its file is not read again)."""
+    with settings.runtime() as rt:
+        manifest = rt.store.manifests(run_id)[0]
+    return graph_object(pinned_chart(manifest["workflow"]))
+
+
+@router.get("/workflows/graph")
+def workflow_graph(path: str) -> Any:
+    """``plait graph WORKFLOW --json``, for a workflow file on the server's disk."""
+    return graph_object(load_workflow(path, require_model=False))

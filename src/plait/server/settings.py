@@ -1,0 +1,57 @@
+"""What one server is configured with, and the Runtime each request works through.
+
+Every request opens its own ``Runtime`` on the server's store and closes it when done,
+in the thread that serves it: requests share nothing but the database, exactly as
+separate ``plait`` commands would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+
+from plait.driver.runtime import Runtime
+from plait.server.auth import Access
+
+DEFAULT_POLL_S = 0.25
+DEFAULT_HEARTBEAT_S = 15.0
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The store URL, who may call and as whom, and how the event stream polls."""
+
+    db: str
+    access: Access
+    poll_s: float = DEFAULT_POLL_S
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+
+    @contextmanager
+    def runtime(
+        self, principal: str | None = None, durability: str | None = None
+    ) -> Iterator[Runtime]:
+        """A Runtime on the server's store acting as ``principal``, closed afterwards."""
+        rt = Runtime(self.db, principal=principal or self.access.principal, durability=durability)
+        try:
+            yield rt
+        finally:
+            rt.close()
+
+
+async def current(request: Request) -> ServerSettings:
+    settings: ServerSettings = request.app.state.plait
+    return settings
+
+
+Settings = Annotated[ServerSettings, Depends(current)]
+
+
+async def authenticated(
+    settings: Settings, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    """The dependency every API route has: PLAIT-E029 (401) without the server's token."""
+    settings.access.check(authorization)

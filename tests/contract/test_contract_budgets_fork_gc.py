@@ -1,0 +1,142 @@
+"""`raise-budget AXIS=VALUE`, `fork --at/--workflow/--budget`, `gc --older-than`, `worker`."""
+
+from __future__ import annotations
+
+import pytest
+
+from contract.support import HOUR, T0, Cli
+
+DAY = 24 * HOUR
+
+# -- raise-budget ------------------------------------------------------------------------------
+
+
+def test_raise_budget_then_resume_goes_on(cli: Cli):
+    cli.run("loop.yaml", "r1")
+
+    raised = cli("raise-budget", "r1", "supersteps=20")
+    resumed = cli("resume", "r1")
+
+    assert raised.exit_code == 0
+    assert raised.data == {"run_id": "r1", "accepted": True, "budgets": {"max_supersteps": 20}}
+    assert resumed.exit_code == 0 and resumed.data["context"] == {"i": 10, "finished": True}
+
+
+def test_raise_budget_keeps_each_axis_in_its_unit(cli: Cli):
+    cli.run("loop.yaml", "r1")
+
+    done = cli(
+        "raise-budget",
+        "r1",
+        "usd=2.5",
+        "wall_s=3",
+        "wall_ms=5000",
+        "tokens=100",
+        "storage_bytes=9",
+    )
+
+    assert done.data["budgets"] == {
+        "max_usd_micros": 2_500_000,
+        "max_wall_ms": 5000,
+        "max_tokens": 100,
+        "max_storage_bytes": 9,
+    }
+
+
+@pytest.mark.parametrize(
+    "ceiling",
+    [
+        "speed=1",
+        "supersteps",
+        "supersteps=",
+        "supersteps=-1",
+        "supersteps=inf",
+        "tokens=1e400",
+        "usd=nan",
+    ],
+)
+def test_a_bad_ceiling_is_e019(cli: Cli, ceiling):
+    cli.run("loop.yaml", "r1")
+
+    done = cli("raise-budget", "r1", ceiling)
+
+    assert (done.exit_code, done.code) == (2, "PLAIT-E019")
+
+
+def test_raise_budget_of_an_unknown_run_is_e017(cli: Cli):
+    done = cli("raise-budget", "nope", "supersteps=5")
+
+    assert (done.exit_code, done.code) == (2, "PLAIT-E017")
+
+
+# -- fork --------------------------------------------------------------------------------------
+
+
+def test_fork_at_a_superstep_with_a_budget_and_the_base_is_untouched(cli: Cli):
+    base = cli.run("loop.yaml", "base").data
+
+    fork = cli("fork", "base", "--at", "2", "--budget", "supersteps=50")
+
+    assert fork.exit_code == 0
+    assert fork.data["run_id"].startswith("base-fork-")
+    assert fork.data["context"] == {"i": 10, "finished": True}
+    assert cli("show", "base").data == base
+
+
+def test_fork_onto_another_workflow_file(cli: Cli):
+    cli.run("loop.yaml", "base")
+    bigger = (
+        (cli.folder / "loop.yaml").read_text().replace("max_supersteps: 4", "max_supersteps: 40")
+    )
+    (cli.folder / "loop-v2.yaml").write_text(bigger)
+
+    done = cli("fork", "base", "--workflow", cli.flow("loop-v2.yaml"))
+
+    assert done.exit_code == 0, done
+    assert done.data["status"] == "completed"
+
+
+def test_fork_refusals(cli: Cli):
+    cli.run("loop.yaml", "base")
+
+    assert cli("fork", "nope").code == "PLAIT-E017"
+    assert cli("fork", "base", "--at", "99").code == "PLAIT-E017"
+    assert cli("fork", "base", "--workflow", cli.flow("approval.yaml")).code == "PLAIT-E010"
+    assert cli("fork", "base", "--budget", "speed=3").code == "PLAIT-E019"
+
+
+# -- gc ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("age", "later", "deleted"), [("30d", 31 * DAY, True), ("12h", 11 * HOUR, False)]
+)
+def test_gc_deletes_finished_runs_older_than_the_duration(cli: Cli, age, later, deleted):
+    cli.run("outcomes.yaml", "done", "--input", '{"route": "end"}')
+    cli.run("approval.yaml", "parked")
+
+    done = cli("gc", "--older-than", age, now=T0 + later)
+
+    assert done.exit_code == 0
+    expected = {"deleted": 1, "runs": ["done"]} if deleted else {"deleted": 0, "runs": []}
+    assert done.data == expected
+    assert "parked" in cli.run_ids()
+
+
+def test_gc_of_a_bad_duration_is_e019(cli: Cli):
+    done = cli("gc", "--older-than", "30 days")
+
+    assert (done.exit_code, done.code) == (2, "PLAIT-E019")
+
+
+# -- worker ------------------------------------------------------------------------------------
+
+
+def test_worker_once_drives_a_queued_run(cli: Cli):
+    cli.run("approval.yaml", "r1", "--detach")
+
+    done = cli("worker", "--once", "--concurrency", "2")
+
+    assert done.exit_code == 0
+    assert done.data["driven"] == 1 and done.data["statuses"] == {"parked": 1}
+    assert cli("show", "r1").data["status"] == "parked"
