@@ -167,3 +167,67 @@ def test_a_message_survives_a_resume_that_leaves_the_run_parked(plait: Plait, fl
 def test_send_to_an_unknown_run_is_e017(plait: Plait):
     refused = plait("send", "nope", "hi")
     assert (refused.returncode, refused.code) == (2, "PLAIT-E017")
+
+
+# --- the Python API: queued runs, forks, run ids, waking workers ---------------------------
+
+
+def counting_workflow(ran: list[int]):
+    from plait import Workflow
+
+    def work(n: int = 0) -> dict:
+        ran.append(n)
+        return {"n": n + 1}
+
+    return Workflow.new("count").node("work", tool=work)
+
+
+def test_cancel_of_a_queued_run_ends_it_canceled_and_nothing_runs(tmp_path):
+    import asyncio
+
+    from plait import Runtime
+
+    ran: list[int] = []
+    wf = counting_workflow(ran)
+    with Runtime(f"sqlite:///{tmp_path}/p.db", principal=OWNER) as rt:
+        asyncio.run(rt.enqueue(wf, {"n": 0}, run_id="q"))
+        rt.cancel("q", "not needed", by="bob")
+        done = rt.resume_sync("q", workflow=wf)
+        assert done.status == "canceled"
+        assert done.outcome == {"Canceled": {"by": "bob", "reason": "not needed"}}
+        assert ran == []
+        assert rt.verify("q", workflow=wf).verified
+
+
+def test_a_fork_of_a_run_never_checkpointed_is_e017_saying_so(tmp_path):
+    import asyncio
+
+    from plait import PlaitError, Runtime
+
+    wf = counting_workflow([])
+    with Runtime(f"sqlite:///{tmp_path}/p.db", principal=OWNER) as rt:
+        asyncio.run(rt.enqueue(wf, {}, run_id="q"))
+        with pytest.raises(PlaitError) as caught:
+            rt.fork_sync("q", workflow=wf)
+        assert caught.value.code == "E017" and "has no checkpoint yet" in str(caught.value)
+
+
+@pytest.mark.parametrize("run_id", ["a~b", " ", "x" * 300, "tab\there"])
+def test_the_python_api_refuses_run_ids_the_cli_refuses(tmp_path, run_id):
+    from plait import PlaitError, Runtime
+
+    with Runtime(f"sqlite:///{tmp_path}/p.db", principal=OWNER) as rt:
+        with pytest.raises(PlaitError) as caught:
+            rt.run_sync(counting_workflow([]), {}, run_id=run_id)
+        assert caught.value.code == "E019"
+        assert rt.store.list_runs() == []
+
+
+def test_a_message_sent_to_a_parked_run_makes_it_due_for_a_worker(plait: Plait):
+    from plait import Runtime
+
+    assert plait.run("approval", "s").returncode == 3
+    with Runtime(plait.db, principal=OWNER, clock=lambda: T0 + HOUR) as rt:
+        assert rt.store.wake_of("s") is None  # parked on a human: nothing due
+        rt.send("s", "please hurry")
+        assert rt.store.wake_of("s") == T0 + HOUR

@@ -17,6 +17,7 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
+from plait.driver.run_ids import check_run_id
 from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow
@@ -38,28 +39,6 @@ def parse_input(value: str | None, option: str = "--input") -> Any:
         return loads(text)
     except CanonicalJSONError as exc:
         raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc
-
-
-MAX_RUN_ID_BYTES = 256
-
-
-def check_run_id(run_id: str | None) -> None:
-    """PLAIT-E019 for a ``--run-id`` that is blank, longer than 256 bytes, holds a control
-    character, or holds ``~`` (reserved: ``PARENT~…`` names a parent's child runs)."""
-    if run_id is None:
-        return
-    problem = None
-    if not run_id.strip():
-        problem = "must not be blank"
-    elif len(run_id.encode("utf-8")) > MAX_RUN_ID_BYTES:
-        problem = f"is longer than {MAX_RUN_ID_BYTES} bytes"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in run_id):
-        problem = "contains a control character"
-    elif "~" in run_id:
-        problem = "contains '~' (reserved for child runs: PARENT~…)"
-    if problem is not None:
-        shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
-        raise PlaitError("E019", f"--run-id {shown!r} {problem}")
 
 
 def status_exit(result: RunResult) -> int:
@@ -134,7 +113,7 @@ def run(
     """Start a run of WORKFLOW and drive it until it finishes or parks."""
     out = Output(json_output)
     with out.reporting():
-        check_run_id(run_id)
+        check_run_id(run_id, "--run-id")
         wf = load_workflow(workflow, model)
         value = parse_input(input)
         if input is not None and value is None:  # `--input null`: a value, not "no input"

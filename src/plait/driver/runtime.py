@@ -39,6 +39,7 @@ from plait.driver.feeds import FEED
 from plait.driver.inprocess import new_run_id
 from plait.driver.inspect_run import show, trace
 from plait.driver.owner import owner_alive, this_process
+from plait.driver.run_ids import check_run_id
 from plait.driver.settle import settlements
 from plait.driver.verify import VerifyReport, verify_run
 from plait.driver.wave import Observer, RunResult, drive
@@ -195,6 +196,8 @@ class Runtime:
 
         Returns (run id, pinned workflow, now, manifest).
         """
+        if parent is None:
+            check_run_id(run_id)  # a child's id is PARENT~…, made here
         workflow.plan()  # validate before anything is written
         check_model(workflow, self.model)
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
@@ -243,8 +246,12 @@ class Runtime:
             meta = journal.checkpoints[-1] if journal.checkpoints else None
             now = self.clock()
             existing = journal if token is not None else None
-            if meta is None:
-                events: list[Event] = [ClockReading(now), Start(manifest["input"])]
+            if meta is None:  # never checkpointed: start again, with all that was journaled
+                events: list[Event] = [
+                    ClockReading(now),
+                    Start(manifest["input"]),
+                    *self._unfed_events(journal, restart=True),
+                ]
                 driving = True
                 return await self._drive(
                     run_id,
@@ -564,7 +571,8 @@ class Runtime:
         journal = self.store.load_journal(run_id)
         metas = [m for m in journal.checkpoints if at is None or m.superstep == at]
         if not metas:
-            raise PlaitError("E017", f"run '{run_id}' has no checkpoint at superstep {at}")
+            where = "yet" if at is None else f"at superstep {at}"
+            raise PlaitError("E017", f"run '{run_id}' has no checkpoint {where}")
         meta = metas[0] if at is not None else metas[-1]
         seed = loads(self.store.read_checkpoint(run_id, meta.seq))
         fork_id = new_run_id or new_run_id_for_fork(run_id)
@@ -655,14 +663,15 @@ class Runtime:
                 "E010", f"checkpoint {seq} of run '{run_id}' is unreadable: {exc}"
             ) from exc
 
-    def _unfed_events(self, journal: Journal) -> list[Event]:
+    def _unfed_events(self, journal: Journal, *, restart: bool = False) -> list[Event]:
         """Cancels, steering messages and budget raises journaled but not yet fed to the core.
 
         Counted, not dated: a cancel journaled while another process drove the run is
-        still unfed when that drive's later feeds were written.
+        still unfed when that drive's later feeds were written. ``restart``: the run
+        starts again from its input (no checkpoint), so everything journaled is unfed.
         """
         fed = {"cancel": 0, "input": 0, "budget_raised": 0}
-        for record in journal.records:
+        for record in [] if restart else journal.records:
             if record.kind == FEED:
                 for item in record.body["events"]:
                     for name in fed:
@@ -738,6 +747,7 @@ class Runtime:
         """Journal a steering message; the next superstep moves it into context["$inbox"]."""
         self.store.get_run(run_id)
         self.store.commit(run_id, None, [RecordWrite("inbox", {"message": message})])
+        self._wake_root(run_id)  # a parked run takes it when a worker drives it on
 
     # --- sync wrappers --------------------------------------------------------------
 

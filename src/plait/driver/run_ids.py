@@ -1,0 +1,30 @@
+"""Run ids chosen by users: what a run id may be.
+
+A run id names a run in every store, CLI line and URL; ``PARENT~…`` is reserved for the
+child runs of subgraphs (cancel and gc follow it), so a user's id must not hold ``~``.
+"""
+
+from __future__ import annotations
+
+from plait.core.errors import PlaitError
+
+MAX_RUN_ID_BYTES = 256
+
+
+def check_run_id(run_id: str | None, what: str = "run id") -> None:
+    """PLAIT-E019 for a run id that is blank, longer than 256 bytes, holds a control
+    character, or holds ``~``; ``what`` names it in the message (``--run-id``)."""
+    if run_id is None:
+        return
+    problem = None
+    if not run_id.strip():
+        problem = "must not be blank"
+    elif len(run_id.encode("utf-8")) > MAX_RUN_ID_BYTES:
+        problem = f"is longer than {MAX_RUN_ID_BYTES} bytes"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in run_id):
+        problem = "contains a control character"
+    elif "~" in run_id:
+        problem = "contains '~' (reserved for child runs: PARENT~…)"
+    if problem is not None:
+        shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
+        raise PlaitError("E019", f"{what} {shown!r} {problem}")
