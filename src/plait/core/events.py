@@ -7,7 +7,7 @@ Commands are what the driver must do, in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.canonical import JSON
@@ -109,13 +109,16 @@ class EmitEnvelope:
 class WriteCheckpoint:
     """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}.
 
-    Only the bytes: the value they were made from shares lists with the state, which the
-    step goes on changing after it checkpoints.
+    ``value`` is what ``data`` encodes, copied when the checkpoint was taken (the step
+    goes on changing the state's lists): fresh containers around the same strings and
+    transcript entries, which never change. A store cuts a large checkpoint from it
+    without parsing the bytes again, and finds those strings' hashes already computed.
     """
 
     superstep: int
     record: dict[str, Any]
     data: bytes
+    value: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -400,5 +400,19 @@ def _finish(s: StepContext, outcome: RunOutcome) -> bool:
 def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
     state = s.state
     record_json: dict[str, Any] = record.to_json()
-    data = dumpb({"scheduler": state.to_json(), "decisions": record_json})
-    s.commands.append(WriteCheckpoint(record.superstep, record_json, data))
+    value = {"scheduler": state.to_json(), "decisions": record_json}
+    data = dumpb(value)
+    s.commands.append(
+        WriteCheckpoint(record.superstep, record_json, data, _containers_copied(value))
+    )
+
+
+def _containers_copied(value: Any) -> Any:
+    """``value`` with every dict and list copied; leaves (and transcript entries, which
+    are immutable) shared."""
+    t = type(value)
+    if t is dict:
+        return {k: _containers_copied(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        return [_containers_copied(v) for v in value]
+    return value

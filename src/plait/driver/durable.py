@@ -135,7 +135,7 @@ class DurableJournal:
         )
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
-        self._pending.append(CheckpointWrite(command.superstep, command.data))
+        self._pending.append(CheckpointWrite(command.superstep, command.data, command.value))
 
     def envelope(self, command: EmitEnvelope) -> None:
         self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
