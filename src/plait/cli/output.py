@@ -16,9 +16,14 @@ from typing import Any, TextIO
 
 import typer
 from rich.console import Console
-from typer._click import Context  # typer vendors click: its own Context and UsageError
-from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
+
+try:  # typer 0.29+ vendors click as typer._click, with its own Context and UsageError
+    from typer._click import Context
+    from typer._click.exceptions import UsageError
+except ImportError:  # earlier typers use click itself
+    from click import Context  # type: ignore[assignment]
+    from click.exceptions import UsageError  # type: ignore[assignment]
 
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
