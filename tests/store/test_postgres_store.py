@@ -11,13 +11,29 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from plait.core.canonical import dumpb
 from plait.core.errors import PlaitError
-from plait.store import LeaseOwner, RecordWrite, RunInfo, StatusWrite, Store, open_store
+from plait.core.keys import JournalKey
+from plait.store import (
+    CheckpointWrite,
+    IntentWrite,
+    LeaseOwner,
+    ManifestWrite,
+    RecordWrite,
+    ResultWrite,
+    RunInfo,
+    SqliteStore,
+    StatusWrite,
+    Store,
+    Write,
+    open_store,
+)
 
 try:
     import psycopg
@@ -204,6 +220,180 @@ def test_processes_opening_an_empty_database_at_once_migrate_it_once(postgres_ur
     assert failures == []
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+
+
+# --- the journal commit: one statement ---
+
+TRICKY = 'quote " backslash \\ tab \t \\u0000 žluťoučký 🐎 {"x": [1]}'
+VALUE = {"t": TRICKY, "nul": "\u0000", "float": 1.0, "big": 2**70}  # JSON values only
+
+
+def commit_batches(run_id: str, token: int | None) -> list[list[Write]]:
+    """Every kind of write, interleaved, with text that JSON and arrays must escape."""
+
+    def k(node: str) -> JournalKey:
+        return JournalKey(run_id, "", node + TRICKY, 1, 0, "tool")
+
+    big = {"doc": [f"{i:04}" * 40 for i in range(400)], "v": VALUE}  # cut into nodes
+    return [
+        [RecordWrite("clock", {"ms": 1}), IntentWrite(k("a"), TRICKY, VALUE, 1, 2, TRICKY)],
+        [
+            StatusWrite("parked", VALUE, 5),
+            ResultWrite(k("a"), {"Completed": {"result": big, "usage": {}}}, 7, 2**40),
+            ManifestWrite({"budgets": {"max_supersteps": 2}, "v": VALUE}),
+            RecordWrite(TRICKY, VALUE),
+            StatusWrite("running", None, 6),  # the last status write is the one that counts
+            CheckpointWrite(1, dumpb({"scheduler": big, "decisions": {"superstep": 1}})),
+            ManifestWrite({"budgets": {"max_supersteps": 3}}),
+            IntentWrite(k("b"), "tool:t", big, 2, 2**41, None),
+        ],
+        [StatusWrite("completed", {"Completed": {}}, 9)],  # takes no seq
+        [],
+        [RecordWrite("inbox", {"message": "hi"}), RecordWrite("cancel", VALUE)],
+        [CheckpointWrite(2, dumpb({"scheduler": {"small": 1}, "decisions": {"superstep": 2}}))],
+    ]
+
+
+def test_commits_store_exactly_what_sqlite_stores(pg: PostgresStore, tmp_path: Path) -> None:
+    sqlite = SqliteStore(tmp_path / "plait.db")
+    try:
+        stores: list[Store] = [sqlite, pg]
+        for store in stores:
+            queued(store, "r1", status="running")
+            token = store.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+            for number, batch in enumerate(commit_batches("r1", token)):
+                store.commit("r1", token if number % 2 else None, batch)
+
+        def seen(store: Store) -> list[object]:
+            journal = store.load_journal("r1")
+            checkpoints = [store.read_checkpoint("r1", c.seq) for c in journal.checkpoints]
+            return [
+                journal,
+                checkpoints,
+                store.manifests("r1"),
+                store.get_run("r1"),
+                store.latest_checkpoint("r1"),
+                store.records_after("r1", 0, ("cancel", "inbox", TRICKY)),
+            ]
+
+        assert seen(pg) == seen(sqlite)
+        journal = pg.load_journal("r1")
+        assert [item.seq for item in journal.items()] == [1, 2, 3, 5, 6, 8, 9, 10, 11]
+        assert pg.get_run("r1").status == "completed"
+    finally:
+        sqlite.close()
+
+
+def node_count(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM nodes").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_stale_token_writes_nothing_at_all_and_names_the_holder(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    queued(pg, "r1", status="running")
+    stale = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+    fresh = pg.acquire_lease("r1", WORKER_B, TTL, TTL, lambda o: True)  # A's lease expired
+    before = (pg.get_run("r1"), pg.manifests("r1"), node_count(postgres_url))
+    for batch in commit_batches("r1", stale):
+        with pytest.raises(PlaitError) as caught:
+            pg.commit("r1", stale, batch)
+        assert str(caught.value) == (
+            f"PLAIT-E021 lease lost on run 'r1': token {stale} is not current"
+            f" (token {fresh} is held by pid 2 on 'host-b')"
+        )
+    assert (pg.get_run("r1"), pg.manifests("r1"), node_count(postgres_url)) == before
+    assert pg.load_journal("r1").items() == []
+    pg.commit("r1", fresh, [RecordWrite("clock", {"ms": 1})])
+    assert [r.seq for r in pg.load_journal("r1").records] == [1]  # the refused used no seq
+    pg.release_lease("r1", fresh)
+    error = error_of(lambda: pg.commit("r1", fresh, []))
+    assert str(error).endswith(f"token {fresh} is not current (the lease is not held)")
+    assert str(error_of(lambda: pg.commit("nope", fresh, []))) == "PLAIT-E017 unknown run id 'nope'"
+
+
+def test_a_commit_is_one_statement_without_an_explicit_transaction(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued(pg, "r1", status="running")
+    token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+    calls: list[str] = []
+
+    def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return method(*args, **kwargs)
+
+        return wrapper
+
+    for cls, name in [
+        (psycopg.Cursor, "execute"),
+        (psycopg.Cursor, "executemany"),
+        (psycopg.Connection, "transaction"),
+        (psycopg.Connection, "pipeline"),
+    ]:
+        monkeypatch.setattr(cls, name, counted(name, getattr(cls, name)))
+    for batch in commit_batches("r1", token):
+        calls.clear()
+        pg.commit("r1", token, batch)
+        assert calls == ["execute"]
+
+
+def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """Both lock the run row first, then the lease row (the other order deadlocked)."""
+    queued(pg, "r1", status="running")
+    first = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+    taken: list[object] = []
+    with psycopg.connect(postgres_url) as commit:  # a commit, between its two locks
+        commit.execute("UPDATE runs SET last_seq = last_seq WHERE run_id = 'r1'")
+        thread = threading.Thread(
+            target=lambda: taken.append(pg.acquire_lease("r1", WORKER_B, TTL, TTL, lambda o: True))
+        )
+        thread.start()
+        time.sleep(0.3)  # the takeover now waits for the run row
+        row = commit.execute("SELECT token FROM leases WHERE run_id = 'r1' FOR UPDATE").fetchone()
+        assert row == (first,)
+        commit.commit()
+    thread.join()
+    assert taken == [first + 1]
+
+
+def test_commits_racing_a_takeover_never_land_after_it(postgres_url: str) -> None:
+    setup = PostgresStore(postgres_url)
+    queued(setup, "r1", status="running")
+    token = setup.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+    setup.close()
+    ended: list[PlaitError] = []
+
+    def drive() -> None:  # the old holder commits until it is fenced out
+        store = PostgresStore(postgres_url, pool_size=1)
+        try:
+            for i in range(100_000):
+                store.commit("r1", token, [RecordWrite("a", {"i": i})])
+        except PlaitError as exc:
+            ended.append(exc)
+        finally:
+            store.close()
+
+    thread = threading.Thread(target=drive)
+    thread.start()
+    time.sleep(0.2)
+    store = PostgresStore(postgres_url)
+    try:
+        fresh = store.acquire_lease("r1", WORKER_B, TTL, TTL, lambda o: True)
+        store.commit("r1", fresh, [RecordWrite("b", {})])
+        thread.join()
+        assert [error.code for error in ended] == ["E021"]
+        records = store.load_journal("r1").records
+        assert [r.seq for r in records] == list(range(1, len(records) + 1))
+        assert [r.kind for r in records][-1] == "b" and len(records) > 1
+    finally:
+        store.close()
 
 
 # --- concurrency ---

@@ -266,15 +266,17 @@ def test_plait_run_exits_2_with_e020_json_and_plait_resume_finishes_the_run(
 def test_a_commit_cut_short_is_e020_and_resume_learns_from_the_journal_what_happened(
     postgres_url: str, proxy: Proxy, applied: bool
 ) -> None:
-    """The connection breaks around a wave's COMMIT: the driver cannot know if it landed.
+    """The connection breaks around a wave's commit: the driver cannot know if it landed.
 
-    Dropped: the server never sees the COMMIT and rolls the wave back. Applied: the server
-    commits; only its answer is lost. Either way resume reads the journal and does the rest.
+    A wave commits as one statement (its own transaction), cut here on the wire as it
+    carries the wave's result. Dropped: the server never sees it. Applied: the server
+    runs and commits it; only its answer is lost. Either way resume reads the journal
+    and does the rest.
     """
     tools = Counted()
     wf = tools.workflow()
     cuts = []
-    tools.on_second = lambda: cuts.append(proxy.cut_at(b"COMMIT", forward=applied))
+    tools.on_second = lambda: cuts.append(proxy.cut_at(b'"item":"result"', forward=applied))
     rt = Runtime(proxy.url(postgres_url), principal="tester")
     try:
         with pytest.raises(PlaitError) as caught:
@@ -286,7 +288,7 @@ def test_a_commit_cut_short_is_e020_and_resume_learns_from_the_journal_what_happ
         assert "committing to the journal of run 'cut': connection lost" in message, message
         assert "may or may not have been applied" in message, message
 
-        if applied:  # the server runs the COMMIT it was sent, after the client gave up
+        if applied:  # the server runs the statement it was sent, after the client gave up
             wait_for(lambda: "second" in journal_of(postgres_url, "cut")[1], "the commit")
         intents, results, status = journal_of(postgres_url, "cut")
         if applied:

@@ -6,12 +6,15 @@ connection pool of its own), storing exactly the same rows (``rows.py``), payloa
 
 Theory of operation:
 
-- Every write is one transaction. ``commit`` opens it with ONE statement that locks the
-  run row (``UPDATE runs ... RETURNING`` reserves the seqs the batch takes) and, with a
-  token, the lease row (``FOR UPDATE``), so the fencing token is checked in the same
-  transaction as the writes (stale -> PLAIT-E021, nothing written). The rows follow in
-  pipeline mode, nodes with ``ON CONFLICT DO NOTHING`` in hash order (two transactions
-  sharing nodes cannot deadlock), then COMMIT: two round trips per commit.
+- Every write is one transaction. ``commit`` is ONE statement (``_COMMIT``), sent in one
+  round trip and run as an implicit transaction (autocommit): it locks the run row and,
+  with a token, the lease row (``FOR UPDATE``), so the fencing token is checked in the
+  same transaction as the writes; only when it is current does it reserve the seqs the
+  batch takes (``UPDATE runs ... RETURNING``, which also applies the status write) and
+  insert the journal rows, manifests and nodes numbered from them (nodes with
+  ``ON CONFLICT DO NOTHING`` in hash order: two commits sharing nodes cannot deadlock).
+  A stale token (PLAIT-E021, naming the holder) or an unknown run (PLAIT-E017) writes
+  nothing; a key already journaled fails the statement, which writes nothing either.
 - Locks are always taken in the order run row -> lease row (``renew``/``release`` take
   only the lease row), so no two plait transactions wait on each other in a cycle.
 - ``claim_runnable`` picks runnable runs whose lease is free or expired with
@@ -54,7 +57,7 @@ from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from plait.core.canonical import JSON, dumpb, loads
+from plait.core.canonical import JSON, dumpb, dumps, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
@@ -95,10 +98,6 @@ _INSERT_RUN = (
     f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('%s' for _ in RUN_COLUMNS)})"
     " ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
 )
-_INSERT_ROW = (
-    f"INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
-    f" VALUES (%s, %s, {', '.join('%s' for _ in JOURNAL_COLUMNS)})"
-)
 _SELECT_ROWS = (
     f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = %s ORDER BY seq"
 )
@@ -106,27 +105,64 @@ _INSERT_NODES = (
     "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
 )
 _INSERT_MANIFEST = "INSERT INTO manifests (run_id, seq, payload) VALUES (%s, %s, %s)"
-_UPDATE_STATUS = "UPDATE runs SET status = %s, outcome = %s, updated_ms = %s WHERE run_id = %s"
 _LEASE_COLUMNS = "host, pid, started_ms, token, expires_ms"
 
-# Lock the run row (reserving ``n`` seqs) and return the seq before them: E017 if no row.
-_RESERVE = (
-    "UPDATE runs SET last_seq = last_seq + %(n)s WHERE run_id = %(run_id)s"
-    " RETURNING last_seq - %(n)s"
-)
-# The same, then lock the lease row (after the run row, always in that order).
-_RESERVE_LEASED = (
-    "WITH r AS (UPDATE runs SET last_seq = last_seq + %(n)s WHERE run_id = %(run_id)s"
-    "  RETURNING run_id, last_seq)"
-    f" SELECT r.last_seq - %(n)s, {_LEASE_COLUMNS} FROM r LEFT JOIN LATERAL"
+# Lock the run row, then its lease row (always in that order), without writing either.
+# The run row is locked in a CTE of its own: in one join, the lease subquery's lock would
+# come first.
+_LOCK_LEASE = (
+    "WITH r AS MATERIALIZED (SELECT run_id FROM runs WHERE run_id = %s FOR UPDATE)"
+    f" SELECT r.run_id, {_LEASE_COLUMNS} FROM r LEFT JOIN LATERAL"
     f" (SELECT {_LEASE_COLUMNS} FROM leases WHERE leases.run_id = r.run_id FOR UPDATE) l"
     " ON true"
 )
-# Lock the run row, then its lease row, without writing either.
-_LOCK_LEASE = (
-    f"SELECT r.run_id, {_LEASE_COLUMNS} FROM runs r LEFT JOIN LATERAL"
-    f" (SELECT {_LEASE_COLUMNS} FROM leases WHERE leases.run_id = r.run_id FOR UPDATE) l"
-    " ON true WHERE r.run_id = %s FOR UPDATE OF r"
+_INTEGER_COLUMNS = ("superstep", "clock_ms", "journal_bytes", "size")  # the rest are text
+_JOURNAL_RECORD = ", ".join(  # a journal row as ``_commit_params`` sends it
+    ["pos bigint"]
+    + [f"{c} {'bigint' if c in _INTEGER_COLUMNS else 'text'}" for c in JOURNAL_COLUMNS]
+)
+_JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
+# A whole commit in one statement, so one round trip and one implicit transaction
+# (autocommit): lock the run row, then (with a token) its lease row; if the token is the
+# lease's current one (or none was given), reserve the seqs the batch takes and apply the
+# status write (one UPDATE of the run row: a statement may not update a row twice); then
+# insert the journal rows, manifests and nodes (in hash order: two commits sharing nodes
+# cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
+# reserved. The answer says whether the run exists, the base (NULL: the token was not
+# current) and the lease as it was found, for PLAIT-E017/E021 without another query.
+# The rows travel as JSON (``_commit_params``) and the scalars as text, typed by the casts
+# here, so the parameter types never depend on the write mix and the statement psycopg
+# prepares serves every commit (one more with node bytes, a binary bytea[]).
+_COMMIT = (
+    "WITH run AS MATERIALIZED ("
+    "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
+    " lease AS MATERIALIZED ("
+    f"  SELECT {_LEASE_COLUMNS} FROM run CROSS JOIN LATERAL (SELECT {_LEASE_COLUMNS}"
+    "   FROM leases WHERE leases.run_id = run.run_id AND %(token)s::bigint IS NOT NULL"
+    "   FOR UPDATE) l),"
+    " reserved AS ("
+    "  UPDATE runs SET last_seq = last_seq + %(n)s::bigint,"
+    "   status = COALESCE(%(status)s::text, status),"
+    "   outcome = CASE WHEN %(status)s::text IS NULL THEN outcome ELSE %(outcome)s::text END,"
+    "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms)"
+    "  WHERE run_id = %(run_id)s AND (%(token)s::bigint IS NULL OR EXISTS (SELECT 1 FROM lease"
+    "   WHERE lease.token = %(token)s::bigint AND lease.host IS NOT NULL))"
+    "  RETURNING last_seq - %(n)s::bigint AS base),"
+    " journal_rows AS ("
+    f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
+    f"  SELECT %(run_id)s, reserved.base + w.pos, {', '.join('w.' + c for c in JOURNAL_COLUMNS)}"
+    f"  FROM reserved CROSS JOIN json_to_recordset(%(journal)s::json) AS w ({_JOURNAL_RECORD})),"
+    " manifest_rows AS ("
+    "  INSERT INTO manifests (run_id, seq, payload)"
+    "  SELECT %(run_id)s, reserved.base + m.pos, m.payload FROM reserved"
+    "  CROSS JOIN json_to_recordset(%(manifests)s::json) AS m (pos bigint, payload text)),"
+    " node_rows AS ("
+    "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
+    "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
+    "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING)"
+    " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
+    f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
+    " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
 _UPSERT_LEASE = (
     "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
@@ -513,43 +549,15 @@ class PostgresStore:
     # --- the journal ---
 
     def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
+        """The batch in one statement (``_COMMIT``): one round trip, one transaction."""
         nodes: dict[str, bytes] = {}
         encode = self._encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
-        taken = sum(1 for op in ops if op[0] != "status")
-        params = {"n": taken, "run_id": run_id}
+        params = _commit_params(run_id, token, ops, nodes)
         what = f"committing to the journal of run '{run_id}'"
         try:
-            with (
-                self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn,
-                conn.pipeline() as pipe,
-                conn.transaction(),
-            ):
-                if token is None:
-                    row = conn.execute(_RESERVE, params).fetchone()
-                else:
-                    row = conn.execute(_RESERVE_LEASED, params).fetchone()
-                if row is None:
-                    raise unknown_run(run_id)
-                seq = int(row[0])
-                if token is not None:
-                    current = _lease_row(row[1:])
-                    if current is None or current.holder is None or current.token != token:
-                        raise stale_token(run_id, token, current)
-                journal: list[Row] = []
-                for op in ops:
-                    if op[0] == "status":
-                        conn.execute(_UPDATE_STATUS, (*op[1:], run_id))
-                        continue
-                    seq += 1
-                    if op[0] == "manifest":
-                        conn.execute(_INSERT_MANIFEST, (run_id, seq, op[1]))
-                    else:
-                        journal.append((run_id, seq, *op))
-                if journal:
-                    conn.cursor().executemany(_INSERT_ROW, journal)
-                self._insert_nodes(conn, run_id, nodes)
-                pipe.sync()  # failures surface here, inside the transaction
+            with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
+                row = conn.execute(_COMMIT, params).fetchone()
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
@@ -558,6 +566,11 @@ class PostgresStore:
             ):
                 raise self._duplicate(run_id, ops, exc) from cause
             raise
+        if row is None or not row[0]:
+            raise unknown_run(run_id)
+        if row[1] is None:  # the token was not current: nothing was written
+            assert token is not None
+            raise stale_token(run_id, token, _lease_row(row[2:]))
         self._remember(nodes)
 
     def load_journal(self, run_id: str) -> Journal:
@@ -969,6 +982,46 @@ class PostgresListener:
         for sock in (self._wake_r, self._wake_w):
             sock.close()
         self._conn.close()
+
+
+def _commit_params(
+    run_id: str, token: int | None, ops: Sequence[Row], nodes: dict[str, bytes]
+) -> dict[str, Any]:
+    """The parameters of ``_COMMIT`` for the rows ``write_row`` made, in write order.
+
+    Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
+    1, 2, ... added to the reserved base); status writes take none, and the last one is
+    the one that counts (each sets the whole status, outcome and update time). Journal
+    rows and manifests go as one JSON array each (``json_to_recordset``), integers as
+    text and node bytes as a binary array, so the parameters' types do not depend on
+    the write mix and one prepared statement serves every commit.
+    """
+    journal: list[dict[str, Any]] = []
+    manifests: list[dict[str, Any]] = []
+    status: Row = (None, None, None)
+    taken = 0
+    for op in ops:
+        if op[0] == "status":
+            status = op[1:]
+            continue
+        taken += 1
+        if op[0] == "manifest":
+            manifests.append({"pos": taken, "payload": op[1]})
+        else:
+            journal.append(dict(zip(_JOURNAL_KEYS, (taken, *op), strict=True)))
+    hashes = sorted(nodes)
+    return {
+        "run_id": run_id,
+        "token": None if token is None else str(token),
+        "n": str(taken),
+        "status": status[0],
+        "outcome": status[1],
+        "updated_ms": None if status[2] is None else str(status[2]),
+        "journal": dumps(journal),
+        "manifests": dumps(manifests),
+        "hash": hashes,
+        "data": [nodes[digest] for digest in hashes],
+    }
 
 
 def _gc_selection(roots: Sequence[str], tree: Sequence[Sequence[Any]]) -> list[str]:
