@@ -19,7 +19,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from pydantic import BaseModel
 
@@ -42,6 +42,9 @@ from plait.store.base import Store
 from plait.store.records import RecordWrite
 from plait.workflow import Workflow
 
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
 NODE = "agent"
 """The id of the agent's one node (scripted files may key responses by it)."""
 
@@ -58,7 +61,8 @@ class Agent(Generic[OutputT]):
     ``budgets`` take workflow file units (``max_tokens``, ``max_usd``, ...);
     ``model_settings`` are the workflow's ``llm`` settings (``max_tokens``,
     ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
-    ``./.plait/plait.db``) or to the given ``store``.
+    ``./.plait/plait.db``) or to the given ``store``. ``telemetry`` is ``Runtime``'s:
+    False turns OpenTelemetry spans off, a ``TracerProvider`` receives them.
     """
 
     def __init__(
@@ -78,6 +82,7 @@ class Agent(Generic[OutputT]):
         after_response: AfterResponse | None = None,
         principal: str | None = None,
         clock: Clock | None = None,
+        telemetry: bool | TracerProvider | None = None,
     ) -> None:
         if output_type is not None and not (
             isinstance(output_type, type) and issubclass(output_type, BaseModel)
@@ -98,6 +103,7 @@ class Agent(Generic[OutputT]):
         self._owns_store = store is None
         self._principal = principal
         self._clock = clock
+        self._telemetry = telemetry
 
     # --- definition ---------------------------------------------------------------
 
@@ -352,6 +358,7 @@ class Agent(Generic[OutputT]):
             self._db,
             store=self._open_store(),
             clock=self._clock,
+            telemetry=self._telemetry,
             principal=self._principal,
             observer=observer,
             model=model,

@@ -12,10 +12,13 @@ from plait.driver.clock import Clock, clock_from_env
 from plait.driver.dispatcher import dispatcher_for
 from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
+from plait.driver.telemetry import run_trace
 from plait.driver.wave import RunResult, drive
 from plait.tools.mcp import fetch_catalogue, with_catalogue
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from plait.workflow import Workflow
 
 
@@ -30,8 +33,11 @@ async def run_in_memory(
     run_id: str | None = None,
     clock: Clock | None = None,
     journal: MemoryJournal | None = None,
+    telemetry: bool | TracerProvider | None = None,
 ) -> RunResult:
-    """Run ``workflow`` to completion (or a park) without persisting anything."""
+    """Run ``workflow`` to completion (or a park) without persisting anything.
+
+    ``telemetry``: OpenTelemetry spans, as ``Runtime(telemetry=...)``."""
     workflow = with_catalogue(workflow, await fetch_catalogue(workflow))
     env = make_env(workflow)
     run_id = run_id or new_run_id()
@@ -41,8 +47,15 @@ async def run_in_memory(
     now = clock()
     events: list[Event] = [ClockReading(now), Start(input)]
     dispatcher = dispatcher_for(workflow)
+    trace = run_trace(telemetry, run_id, workflow.name, resumed=False)
     try:
-        return await drive(env, state, events, journal, dispatcher, clock)
+        execute = trace.driving(state, dispatcher, ())
+        result = await drive(env, state, events, journal, execute, clock, watch=trace.watch)
+        trace.end(result)
+        return result
+    except BaseException as exc:
+        trace.end(None, exc)
+        raise
     finally:
         await dispatcher.aclose()  # stops the run's MCP servers
 

@@ -41,6 +41,7 @@ from plait.driver.inspect_run import show, trace
 from plait.driver.owner import owner_alive, this_process
 from plait.driver.run_ids import check_run_id
 from plait.driver.settle import settlements
+from plait.driver.telemetry import run_trace
 from plait.driver.verify import VerifyReport, verify_run
 from plait.driver.wave import Observer, RunResult, drive
 from plait.store import open_store
@@ -49,6 +50,8 @@ from plait.store.records import CheckpointWrite, Journal, RecordWrite, RunInfo, 
 from plait.tools.mcp import fetch_catalogue, with_catalogue
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from plait.models.base import Model
     from plait.workflow import Workflow
 
@@ -121,7 +124,12 @@ def check_model(workflow: Workflow, model: Model | None = None) -> None:
 
 
 class Runtime:
-    """Drives runs durably on one store (SQLite by default)."""
+    """Drives runs durably on one store (SQLite by default).
+
+    ``telemetry``: OpenTelemetry spans of every drive (``plait.driver.telemetry``) — on
+    by default when ``opentelemetry`` is installed unless ``PLAIT_OTEL=0``; False turns
+    them off, a ``TracerProvider`` receives them instead of the global provider.
+    """
 
     def __init__(
         self,
@@ -133,6 +141,7 @@ class Runtime:
         durability: str | None = None,
         observer: Observer | None = None,
         model: Model | None = None,
+        telemetry: bool | TracerProvider | None = None,
     ) -> None:
         self.db = db or default_db()
         durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
@@ -142,6 +151,7 @@ class Runtime:
         self.observer = observer
         self.model = model
         """A model object to call instead of the workflow's spec (the Agent's hooked model)."""
+        self.telemetry = telemetry
         self._unreleased: dict[str, int] = {}  # run id -> a lease token not yet given up
         self._unreleased_lock = threading.Lock()
 
@@ -301,6 +311,7 @@ class Runtime:
         claimed = token is not None  # a worker's claim marked a queued or parked run running
         held = token
         tools: Dispatcher | None = None
+        trace = run_trace(self.telemetry, run_id, workflow.name, resumed=resume_from is not False)
         try:
             if manifest.get("engine_epoch") != ENGINE_EPOCH:
                 raise PlaitError(
@@ -347,13 +358,22 @@ class Runtime:
             llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
             children = self._child_runner(workflow)
             tools = dispatcher_for(workflow, llm_keys, children, self.model)
+            execute = trace.driving(state, tools, journal.redelivered)
             results = dict(existing.results) if existing else {}
             settled_children = await self._settle_children(state, env, children, journal, now)
             events = [*events, *settled_children, *settlements(state, results, journal, now)]
             poll = self._poller(run_id, existing)
             while True:
                 result = await drive(
-                    env, state, events, journal, tools, self.clock, self.observer, poll
+                    env,
+                    state,
+                    events,
+                    journal,
+                    execute,
+                    self.clock,
+                    self.observer,
+                    poll,
+                    trace.watch,
                 )
                 if result.status != "parked":
                     break
@@ -368,6 +388,10 @@ class Runtime:
             journal.commit()
             if result.status == "parked":  # when a worker should drive it on (§8 timers)
                 self._set_wake(run_id, self._wake_time(state))
+            trace.end(result)
+        except BaseException as exc:
+            trace.end(None, exc)
+            raise
         finally:
             try:
                 if tools is not None:

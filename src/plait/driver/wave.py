@@ -119,6 +119,14 @@ def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:
 Observer = Callable[[SchedulerState, int], None]
 """Called after every step with the state and the number of effects about to run."""
 
+WaveEffect = tuple[Dispatch, str, EffectOutcome | None]
+"""One effect of a wave: its dispatch, its idempotency key, and the result the journal
+already holds (the effect is replayed, not executed) or None."""
+
+Watch = Callable[[SchedulerState, list[Event], list[WaveEffect]], None]
+"""Called after every step's commit, before any effect of the wave runs, with the events
+that step was fed and the wave's effects (a tracer: ``plait.driver.telemetry``)."""
+
 
 async def drive(
     env: StepEnv,
@@ -129,11 +137,13 @@ async def drive(
     clock: Clock,
     observer: Observer | None = None,
     poll: Callable[[], list[Event]] | None = None,
+    watch: Watch | None = None,
 ) -> RunResult:
     """Drive a run until it finishes or parks; every intent is committed before its dispatch.
 
     ``poll`` is asked between waves for what arrived from outside (a cancel, a steering
     message); what it returns is fed with the wave's results and journaled with them.
+    ``observer`` and ``watch`` only look: what they do never reaches the journal.
     """
     asks: list[dict[str, Any]] = []
     while True:
@@ -159,6 +169,8 @@ async def drive(
         journal.commit()
         if observer is not None:
             observer(state, len(wave))
+        if watch is not None:
+            watch(state, events, [(d, idempotency[d.key], known) for _, known, d in wave])
         if finished or not wave:
             return RunResult.of(state, asks)
         settled: list[EffectOutcome | None] = [known for _, known, _ in wave]
