@@ -256,33 +256,25 @@ class Runtime:
             meta = journal.checkpoints[-1] if journal.checkpoints else None
             now = self.clock()
             existing = journal if token is not None else None
+            state: SchedulerState | None = None
             if meta is None:  # never checkpointed: start again, with all that was journaled
                 events: list[Event] = [
                     ClockReading(now),
                     Start(manifest["input"]),
                     *self._unfed_events(journal, restart=True),
                 ]
-                driving = True
-                return await self._drive(
-                    run_id,
-                    workflow,
-                    events,
-                    manifest,
-                    resume_from=None,
-                    token=token,
-                    existing=existing,
-                )
-            state = self._state_at(run_id, meta.seq)
-            events = [ClockReading(now), *self._unfed_events(journal)]
-            if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
-                return RunResult.of(state)
+            else:
+                state = self._state_at(run_id, meta.seq)
+                events = [ClockReading(now), *self._unfed_events(journal)]
+                if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
+                    return RunResult.of(state)
             driving = True
             return await self._drive(
                 run_id,
                 workflow,
                 events,
                 manifest,
-                resume_from=meta.seq,
+                resume_from=None if meta is None else meta.seq,
                 state=state,
                 token=token,
                 existing=existing,
