@@ -8,6 +8,8 @@ and never counting as the first answer.
 
 from __future__ import annotations
 
+import pytest
+
 from hitl.support import OWNER, SECOND, T0, Plait
 
 TTL = 60 * SECOND  # account.yaml: asks: {ttl_s: 60}
@@ -199,3 +201,51 @@ def test_checks_run_in_order_e011_before_e012_before_e028(plait: Plait):
     settled = answer(plait, "r", ask["ask_id"], '{"approved": "yes"}')
     assert settled.code == "PLAIT-E011"
     assert [code for _, code in rejections(plait, "r")] == ["PLAIT-E012", "PLAIT-E011"]
+
+
+def test_respond_all_journals_every_answer_or_none(tmp_path):
+    """Several asks of one run answered in one commit; one bad answer writes nothing."""
+    import asyncio
+
+    from plait import PlaitError, Runtime, Workflow
+    from plait.driver.answers import Answer
+
+    def start() -> dict:
+        return {}
+
+    def end() -> dict:
+        return {"done": True}
+
+    wf = (
+        Workflow.new("two-asks")
+        .node("start", tool=start)
+        .node("a", ask={"prompt": "First?"})
+        .node("b", ask={"prompt": "Second?", "approval": True})
+        .node("end", tool=end)
+        .edge("start", "a")
+        .edge("start", "b")
+        .edge("a", "end")
+        .edge("b", "end")
+    )
+    with Runtime(f"sqlite:///{tmp_path}/p.db", principal="alice") as rt:
+        asks = {a["node"]: a["ask_id"] for a in asyncio.run(rt.start(wf, {}, run_id="r")).asks}
+        before = len(rt.store.load_journal("r").items())
+        bad = [Answer(asks["a"], result={"x": 1}), Answer(asks["b"], approve=True)]
+        with pytest.raises(PlaitError) as caught:
+            rt.respond_all("r", bad, by="alice")  # alice owns the run: E012 on the second
+        assert caught.value.code == "E012"
+        assert len(rt.store.load_journal("r").items()) == before  # not even the first
+        twice = [Answer(asks["a"], result=1), Answer(asks["a"], result=2)]
+        with pytest.raises(PlaitError) as caught:
+            rt.respond_all("r", twice, by="bob")
+        assert caught.value.code == "E028"
+        good = [Answer(asks["a"], result={"x": 1}), Answer(asks["b"], approve=True)]
+        assert [a["ask_id"] for a in rt.respond_all("r", good, by="bob")] == [
+            asks["a"],
+            asks["b"],
+        ]
+        journal = rt.store.load_journal("r")
+        assert [r.kind for r in journal.records if r.kind == "answer"] == ["answer", "answer"]
+        done = rt.resume_sync("r", workflow=wf)
+        assert done.status == "completed" and done.context["done"] is True
+        assert rt.verify("r", workflow=wf).verified

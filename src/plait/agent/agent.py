@@ -33,7 +33,7 @@ from plait.agent.run_state import (
 )
 from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
 from plait.core.state import SchedulerState
-from plait.driver.answers import current_state
+from plait.driver.answers import Answer, current_state
 from plait.driver.clock import Clock
 from plait.driver.runtime import Runtime, pinned_workflow
 from plait.driver.verify import VerifyReport
@@ -214,10 +214,10 @@ class Agent(Generic[OutputT]):
         ``True``, ``False`` or ``Approval(approved, reason)``; a deferred result is
         any JSON value (a pydantic model is dumped to JSON), or
         ``DeferredError(message)`` for a call that failed. Every pending call is
-        answered at once (§10). Each answer is journaled by its ask id through
-        ``Runtime.respond``, as ``by`` (default: the agent's principal), with
-        every rule of ``plait respond``; the whole batch is checked first, so a
-        batch with an invalid answer raises and journals nothing.
+        answered at once (§10). The answers are journaled by their ask ids in one
+        commit (``Runtime.respond_all``), as ``by`` (default: the agent's
+        principal), with every rule of ``plait respond``: a batch with an invalid
+        answer raises and journals nothing.
         """
         runtime = self._runtime(observer=None, model=self._model(None, None))
         if approvals or deferred:
@@ -303,7 +303,7 @@ class Agent(Generic[OutputT]):
         deferred: Mapping[str, Any],
         by: str | None,
     ) -> None:
-        """Check every answer, then journal them one by one through ``Runtime.respond``."""
+        """Check every answer, then journal them all in one commit (``Runtime.respond_all``)."""
         state = self.state(run_id)  # PLAIT-E017 for an unknown run
         store = self._open_store()
         manifest = dict(store.manifests(run_id)[0])
@@ -318,16 +318,8 @@ class Agent(Generic[OutputT]):
             by=responder,
             now_ms=runtime.clock(),
         )
-        for answer in planned:
-            runtime.respond(
-                run_id,
-                answer.ask_id,
-                answer.result,
-                deny=answer.deny,
-                approve=answer.approve,
-                reason=answer.reason,
-                by=responder,
-            )
+        answers = [Answer(a.ask_id, a.result, a.deny, a.approve, a.reason) for a in planned]
+        runtime.respond_all(run_id, answers, by=responder)
 
     def _model(self, run_id: str | None, emit: Emit | None) -> HookedModel:
         if isinstance(self.model, str):

@@ -1,10 +1,10 @@
 """Answers to an agent run's approval-required and deferred tool calls (ARCHITECTURE.md §8, §10).
 
 ``Agent.resume(run_id, approvals=..., deferred=...)`` addresses answers by the
-model's tool call id, as ``AgentRunState`` lists them; each one is journaled by
-the id of the call's ask through ``Runtime.respond``, the path of ``plait
-respond`` / ``approve`` / ``deny``. The whole batch is checked here first, with
-the rules of that path, so a batch with any invalid answer journals nothing.
+model's tool call id, as ``AgentRunState`` lists them; they are journaled by
+the ids of the calls' asks through ``Runtime.respond_all``, with the checks of
+``plait respond`` / ``approve`` / ``deny``, in one commit. The whole batch is
+checked here first too, so that its errors name tool calls, not asks.
 This module decides nothing the core decides; it only reads and checks.
 """
 
@@ -48,7 +48,7 @@ class DeferredError:
 
 @dataclass(frozen=True)
 class PlannedAnswer:
-    """One checked answer, ready for ``Runtime.respond(run_id, ask_id, ...)``."""
+    """One checked answer, ready for ``Runtime.respond_all``."""
 
     tool_call_id: str
     ask_id: str

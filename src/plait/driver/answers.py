@@ -10,6 +10,8 @@ worker) drives the run on.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -42,10 +44,19 @@ def pending_asks(store: Store, run_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def _refuse(store: Store, run_id: str, ask_id: str, by: str, code: str, message: str) -> PlaitError:
-    body = {"ask_id": ask_id, "by": by, "code": f"PLAIT-{code}", "message": message}
-    store.commit(run_id, None, [RecordWrite("rejected_response", body)])
-    return PlaitError(code, message)
+@dataclass(frozen=True)
+class Answer:
+    """One answer to one ask: a ``result``, a ``deny`` reason, or an approval decision."""
+
+    ask_id: str
+    result: Any = None
+    deny: str | None = None
+    approve: bool | None = None
+    reason: str | None = None
+
+
+Refuse = Callable[[str, str, str], PlaitError]
+"""(ask id, code, message) -> the error to raise, after journaling the refusal or not."""
 
 
 def respond(
@@ -60,55 +71,94 @@ def respond(
     approve: bool | None = None,
     reason: str | None = None,
 ) -> dict[str, Any]:
-    """Journal one answer to ``ask_id``; returns the accepted answer's summary."""
+    """Journal one answer to ``ask_id``; returns the accepted answer's summary.
+
+    A refused answer is journaled as a ``rejected_response`` record first.
+    """
+
+    def refuse(ask: str, code: str, message: str) -> PlaitError:
+        body = {"ask_id": ask, "by": by, "code": f"PLAIT-{code}", "message": message}
+        store.commit(run_id, None, [RecordWrite("rejected_response", body)])
+        return PlaitError(code, message)
+
+    answer = Answer(ask_id, result, deny, approve, reason)
+    _journal(store, run_id, [answer], by=by, now_ms=now_ms, refuse=refuse)
+    return {"run_id": run_id, "ask_id": ask_id, "accepted": True, "by": by}
+
+
+def respond_all(
+    store: Store, run_id: str, answers: Sequence[Answer], *, by: str, now_ms: int
+) -> list[dict[str, Any]]:
+    """Journal several answers to asks of ``run_id`` at once, or none of them.
+
+    Every answer is checked as ``respond`` checks one; the first refused one raises and
+    nothing is journaled, not even the refusal. The accepted ones are one commit.
+    """
+
+    def refuse(ask: str, code: str, message: str) -> PlaitError:
+        return PlaitError(code, message)
+
+    ids = [a.ask_id for a in answers]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise PlaitError("E028", f"ask(s) {', '.join(repeated)} answered twice in one batch")
+    _journal(store, run_id, answers, by=by, now_ms=now_ms, refuse=refuse)
+    return [{"run_id": run_id, "ask_id": i, "accepted": True, "by": by} for i in ids]
+
+
+def _journal(
+    store: Store,
+    run_id: str,
+    answers: Sequence[Answer],
+    *,
+    by: str,
+    now_ms: int,
+    refuse: Refuse,
+) -> None:
     store.get_run(run_id)  # E017
     manifest = store.manifests(run_id)[0]
     state = current_state(store, run_id)
-    entry = None if state is None or state.is_terminal() else state.pending_asks.get(ask_id)
-    if entry is None or "ask" not in entry:
-        raise _refuse(
-            store, run_id, ask_id, by, "E011", f"run '{run_id}' has no pending ask '{ask_id}'"
-        )
-    key = JournalKey.from_json(entry["key"])
-    if key in store.load_journal(run_id).results:
-        raise _refuse(store, run_id, ask_id, by, "E011", f"ask '{ask_id}' was already answered")
-    ask = entry["ask"]
-    expires_at = ask.get("expires_at")
-    if expires_at is not None and now_ms // 1000 > expires_at:
-        raise _refuse(store, run_id, ask_id, by, "E011", f"ask '{ask_id}' expired at {expires_at}")
-    outcome = _outcome(store, run_id, ask_id, ask, by, manifest, result, deny, approve, reason)
-    writes: list[Write] = [
-        ResultWrite(key, outcome.to_json(), now_ms, journal_bytes(outcome)),
-        RecordWrite("answer", {"ask_id": ask_id, "by": by}),
-    ]
+    answered = store.load_journal(run_id).results
+    writes: list[Write] = []
+    for answer in answers:
+        ask_id = answer.ask_id
+        entry = None if state is None or state.is_terminal() else state.pending_asks.get(ask_id)
+        if entry is None or "ask" not in entry:
+            raise refuse(ask_id, "E011", f"run '{run_id}' has no pending ask '{ask_id}'")
+        key = JournalKey.from_json(entry["key"])
+        if key in answered:
+            raise refuse(ask_id, "E011", f"ask '{ask_id}' was already answered")
+        ask = entry["ask"]
+        expires_at = ask.get("expires_at")
+        if expires_at is not None and now_ms // 1000 > expires_at:
+            raise refuse(ask_id, "E011", f"ask '{ask_id}' expired at {expires_at}")
+        outcome = _outcome(run_id, ask, by, manifest, answer, refuse)
+        writes.append(ResultWrite(key, outcome.to_json(), now_ms, journal_bytes(outcome)))
+        writes.append(RecordWrite("answer", {"ask_id": ask_id, "by": by}))
     try:
         store.commit(run_id, None, writes)
     except PlaitError as exc:
         if exc.code == "E020" and "already has a result" in str(exc):
-            raise PlaitError("E011", f"ask '{ask_id}' was already answered") from exc
+            one = len(answers) == 1
+            which = f"ask '{answers[0].ask_id}'" if one else f"an ask of run '{run_id}'"
+            raise PlaitError("E011", f"{which} was already answered") from exc
         raise
-    return {"run_id": run_id, "ask_id": ask_id, "accepted": True, "by": by}
 
 
 def _outcome(
-    store: Store,
     run_id: str,
-    ask_id: str,
     ask: dict[str, Any],
     by: str,
     manifest: dict[str, Any],
-    result: Any,
-    deny: str | None,
-    approve: bool | None,
-    reason: str | None,
+    answer: Answer,
+    refuse: Refuse,
 ) -> EffectOutcome:
+    ask_id = answer.ask_id
+    result, deny, approve, reason = answer.result, answer.deny, answer.approve, answer.reason
     if ask.get("approval"):
         if by == manifest.get("principal"):
-            raise _refuse(
-                store,
-                run_id,
+            raise refuse(
                 ask_id,
-                by,
                 "E012",
                 f"'{by}' started run '{run_id}' and cannot approve its own request",
             )
@@ -118,36 +168,27 @@ def _outcome(
             elif isinstance(result, dict) and isinstance(result.get("approved"), bool):
                 approve, reason = result["approved"], result.get("reason", reason)
             else:
-                raise _refuse(
-                    store,
-                    run_id,
+                raise refuse(
                     ask_id,
-                    by,
                     "E028",
                     'an approval is answered with {"approved": true|false, "reason"?: "..."}',
                 )
         return Completed({"approved": approve, "by": by, "reason": reason})
     if approve is not None:
-        raise _refuse(
-            store,
-            run_id,
+        raise refuse(
             ask_id,
-            by,
             "E028",
             f"ask '{ask_id}' is not an approval: answer it with `plait respond --result`",
         )
     if deny is not None:
         return Failed("UserAborted", f"denied by {by}: {deny}")
-    schema = _output_schema(store, run_id, ask)
+    schema = _output_schema(manifest, ask)
     if schema is not None:
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(result), key=str)
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "(root)"
-            raise _refuse(
-                store,
-                run_id,
+            raise refuse(
                 ask_id,
-                by,
                 "E028",
                 f"answer to ask '{ask_id}' does not match its schema at {where}:"
                 f" {errors[0].message}",
@@ -155,8 +196,7 @@ def _outcome(
     return Completed(result)
 
 
-def _output_schema(store: Store, run_id: str, ask: dict[str, Any]) -> Any:
-    manifest = store.manifests(run_id)[0]
+def _output_schema(manifest: dict[str, Any], ask: dict[str, Any]) -> Any:
     for node in manifest["workflow"]["nodes"]:
         if node["id"] == ask["node"] and node["kind"] == "ask":
             return node["executor"]["spec"].get("output_schema")

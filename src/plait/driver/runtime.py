@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from plait.core.events import (
 from plait.core.keys import JournalKey, child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed
 from plait.core.state import SchedulerState
-from plait.driver.answers import pending_asks, respond
+from plait.driver.answers import Answer, pending_asks, respond, respond_all
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
 from plait.driver.dispatcher import ChildRunner, Dispatcher, dispatcher_for
@@ -744,6 +744,20 @@ class Runtime:
             reason=reason,
         )
         self._wake_root(owner)
+        return accepted
+
+    def respond_all(
+        self, run_id: str, answers: Sequence[Answer], *, by: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Answer several pending asks of ``run_id`` itself in one commit, or none of them.
+
+        Each answer is checked as ``respond`` checks one; if any is refused, nothing is
+        journaled (not even the refusal) and its error is raised.
+        """
+        accepted = respond_all(
+            self.store, run_id, answers, by=by or self.principal, now_ms=self.clock()
+        )
+        self._wake_root(run_id)
         return accepted
 
     def asks(self, run_id: str | None = None) -> list[dict[str, Any]]:
