@@ -72,6 +72,7 @@ from plait.core.state import (
     OpenPhase,
     SchedulerState,
 )
+from plait.core.transcript import Entry
 from plait.core.walk import deliver, propagate_death, stalled_culprit
 
 SEND_KEY = send.SEND_KEY
@@ -408,11 +409,10 @@ def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
 
 
 def _containers_copied(value: Any) -> Any:
-    """``value`` with every dict and list copied; leaves (and transcript entries, which
-    are immutable) shared."""
-    t = type(value)
-    if t is dict:
+    """``value`` with every dict and list copied; leaves and transcript entries (which
+    never change) shared."""
+    if isinstance(value, dict) and type(value) is not Entry:
         return {k: _containers_copied(v) for k, v in value.items()}
-    if t is list or t is tuple:
+    if isinstance(value, list | tuple):
         return [_containers_copied(v) for v in value]
     return value
