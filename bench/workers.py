@@ -193,9 +193,8 @@ def prepare(system: str, url: str, runs: int, workdir: Path) -> None:
         import asyncio
 
         from plait import Runtime, load_workflow
-        from plait.driver.worker import _plan_once
 
-        wf = _plan_once(load_workflow(workdir / "flow.yaml"))
+        wf = load_workflow(workdir / "flow.yaml")
         with Runtime(url, principal="bench") as rt:
 
             async def queue_all() -> None:

@@ -33,7 +33,7 @@ from plait.agent.run_state import (
 )
 from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
 from plait.core.state import SchedulerState
-from plait.driver.answers import Answer, current_state
+from plait.driver.answers import current_state
 from plait.driver.clock import Clock
 from plait.driver.runtime import Runtime, pinned_workflow
 from plait.driver.verify import VerifyReport
@@ -318,8 +318,7 @@ class Agent(Generic[OutputT]):
             by=responder,
             now_ms=runtime.clock(),
         )
-        answers = [Answer(a.ask_id, a.result, a.deny, a.approve, a.reason) for a in planned]
-        runtime.respond_all(run_id, answers, by=responder)
+        runtime.respond_all(run_id, planned, by=responder)
 
     def _model(self, run_id: str | None, emit: Emit | None) -> HookedModel:
         if isinstance(self.model, str):

@@ -20,6 +20,7 @@ from plait.agent.run_state import AgentRunState, ToolReturnPart
 from plait.core.canonical import CanonicalJSONError, dumps, loads
 from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
+from plait.driver.answers import Answer
 
 
 @dataclass(frozen=True)
@@ -46,18 +47,6 @@ class DeferredError:
     message: str
 
 
-@dataclass(frozen=True)
-class PlannedAnswer:
-    """One checked answer, ready for ``Runtime.respond_all``."""
-
-    tool_call_id: str
-    ask_id: str
-    result: Any = None
-    approve: bool | None = None
-    reason: str | None = None
-    deny: str | None = None
-
-
 def plan_answers(
     state: AgentRunState[Any],
     scheduler: SchedulerState | None,
@@ -67,7 +56,7 @@ def plan_answers(
     *,
     by: str,
     now_ms: int,
-) -> list[PlannedAnswer]:
+) -> list[Answer]:
     """Check a whole batch of answers; raise on the first problem, before anything is journaled.
 
     The checks, in order (those of ``plait respond``, then the batch's own):
@@ -115,7 +104,7 @@ def plan_answers(
             f"'{by}' started run '{state.run_id}' and cannot approve its own request"
             " (pass by= another principal)",
         )
-    planned: list[PlannedAnswer] = []
+    planned: list[Answer] = []
     for call_id, value in approvals.items():
         planned.append(_approval(call_id, waiting[call_id], value))
     for call_id, value in deferred.items():
@@ -137,7 +126,7 @@ def plan_answers(
     return planned
 
 
-def _approval(call_id: str, part: ToolReturnPart, value: Any) -> PlannedAnswer:
+def _approval(call_id: str, part: ToolReturnPart, value: Any) -> Answer:
     assert part.ask_id is not None
     if isinstance(value, bool):
         value = Approval(value)
@@ -149,15 +138,15 @@ def _approval(call_id: str, part: ToolReturnPart, value: Any) -> PlannedAnswer:
         )
     if value.reason is not None and not isinstance(value.reason, str):
         raise PlaitError("E028", f"the reason of tool call '{call_id}' must be a string")
-    return PlannedAnswer(call_id, part.ask_id, approve=value.approved, reason=value.reason)
+    return Answer(part.ask_id, approve=value.approved, reason=value.reason)
 
 
-def _deferred(call_id: str, part: ToolReturnPart, value: Any) -> PlannedAnswer:
+def _deferred(call_id: str, part: ToolReturnPart, value: Any) -> Answer:
     assert part.ask_id is not None
     if isinstance(value, DeferredError):
         if not isinstance(value.message, str):
             raise PlaitError("E028", f"the error of tool call '{call_id}' must be a string")
-        return PlannedAnswer(call_id, part.ask_id, deny=value.message)
+        return Answer(part.ask_id, deny=value.message)
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     try:
@@ -167,7 +156,7 @@ def _deferred(call_id: str, part: ToolReturnPart, value: Any) -> PlannedAnswer:
             "E028",
             f"the result of tool call '{call_id}' ({part.tool_name}) is not JSON: {exc}",
         ) from exc
-    return PlannedAnswer(call_id, part.ask_id, result=value)
+    return Answer(part.ask_id, result=value)
 
 
 def _expires_at(scheduler: SchedulerState | None, part: ToolReturnPart) -> int | None:

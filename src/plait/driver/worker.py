@@ -389,14 +389,6 @@ class Worker:
                     self._listening = None
 
 
-def _plan_once(workflow: Workflow) -> Workflow:
-    """``workflow`` unchanged: ``Workflow.plan()`` remembers its plan per instance now.
-
-    Kept for callers written when the worker had to arrange that (bench/workers.py).
-    """
-    return workflow
-
-
 def collect_garbage(runtime: Runtime, older_than_ms: int) -> dict[str, Any]:
     """Delete finished runs not updated for ``older_than_ms`` (``plait gc``).
 
