@@ -50,11 +50,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 def loads(text: str | bytes) -> JSON:
     """Parse JSON text, refusing NaN/Infinity (and numbers too large for a float, which
     would be Infinity); ints stay ints and floats stay floats."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        if not isinstance(text, str):
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
+        elif text.startswith("\ufeff"):
+            raise CanonicalJSONError("unexpected byte order mark before JSON text")
+        return _decoder.decode(text)
     except json.JSONDecodeError as exc:
         raise CanonicalJSONError(str(exc)) from exc
     except RecursionError:

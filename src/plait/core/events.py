@@ -105,6 +105,10 @@ class EmitEnvelope:
     asks: tuple[dict[str, Any], ...]
 
 
+WHOLE_CHECKPOINT_LIMIT = 4096
+"""Checkpoint bytes up to this size are stored as they are, never cut into chunks."""
+
+
 @dataclass(frozen=True, slots=True)
 class WriteCheckpoint:
     """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}.
@@ -113,6 +117,8 @@ class WriteCheckpoint:
     goes on changing the state's lists): fresh containers around the same strings and
     transcript entries, which never change. A store cuts a large checkpoint from it
     without parsing the bytes again, and finds those strings' hashes already computed.
+    A checkpoint of at most WHOLE_CHECKPOINT_LIMIT bytes is stored whole and carries no
+    value (copying it would cost more than the rest of a small step's checkpoint).
     """
 
     superstep: int

@@ -181,7 +181,7 @@ class SchedulerState:
     def is_parked(self) -> bool:
         """An open superstep whose outstanding effects are all asks or timers."""
         phase = self.phase
-        if not isinstance(phase, OpenPhase) or not phase.outstanding:
+        if not isinstance(phase, OpenPhase) or not phase.outstanding or not self.pending_asks:
             return False
         return all(_waits_for_outside(self, key) for key in phase.outstanding)
 

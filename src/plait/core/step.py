@@ -33,6 +33,7 @@ from plait.core.budgets import exhausted_at_dispatch, exhausted_at_open
 from plait.core.canonical import JSON, dumpb
 from plait.core.env import MISSING, StepEnv
 from plait.core.events import (
+    WHOLE_CHECKPOINT_LIMIT,
     BudgetRaised,
     CancelSeen,
     ClockReading,
@@ -403,9 +404,9 @@ def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
     record_json: dict[str, Any] = record.to_json()
     value = {"scheduler": state.to_json(), "decisions": record_json}
     data = dumpb(value)
-    s.commands.append(
-        WriteCheckpoint(record.superstep, record_json, data, _containers_copied(value))
-    )
+    # Only a checkpoint a store will cut into chunks needs its value (see WriteCheckpoint).
+    copied = _containers_copied(value) if len(data) > WHOLE_CHECKPOINT_LIMIT else None
+    s.commands.append(WriteCheckpoint(record.superstep, record_json, data, copied))
 
 
 def _containers_copied(value: Any) -> Any:

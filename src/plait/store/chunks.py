@@ -45,6 +45,7 @@ from hashlib import sha256
 from typing import Any, NamedTuple, Protocol
 
 from plait.core.canonical import JSON, CanonicalJSONError, loads
+from plait.core.events import WHOLE_CHECKPOINT_LIMIT
 from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256
@@ -127,8 +128,14 @@ def encode(
     return Encoded(loads(root), cutter.nodes)
 
 
-SMALL_LIMIT = 4096
-"""A whole value whose canonical text is at most this long is stored as one ``{"j"}`` form."""
+SMALL_LIMIT = WHOLE_CHECKPOINT_LIMIT
+"""A whole value whose canonical text is at most this long is stored as one ``{"j"}`` form
+(the core copies a checkpoint's value for the store only when it is longer)."""
+
+
+def whole_text(text: str) -> str:
+    """The row payload of a value kept whole: its canonical text wrapped as ``{"j"}``."""
+    return '{"j":' + text + "}"
 
 
 def encode_text(
@@ -151,7 +158,7 @@ def encode_text(
         except (ValueError, TypeError):
             text = None  # the walk reports what is wrong
     if text is not None and len(text) <= SMALL_LIMIT and type(value) in (dict, list):
-        return '{"j":' + text + "}", {}
+        return whole_text(text), {}
     cutter = _Cutter(known, memo, INLINE_LIMIT, PAGE_SIZE)
     return cutter.value(value), cutter.nodes
 

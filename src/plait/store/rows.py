@@ -13,7 +13,7 @@ from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.keys import JournalKey
-from plait.store.chunks import RowEncoder
+from plait.store.chunks import SMALL_LIMIT, RowEncoder, whole_text
 from plait.store.records import (
     CheckpointMeta,
     CheckpointWrite,
@@ -68,9 +68,12 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
                 encode(write.outcome, write.outcome_cut))  # fmt: skip
     if isinstance(write, CheckpointWrite):
         text = write.data.decode("utf-8")
-        value = loads(text) if write.value is None else write.value
+        if write.value is None and len(text) <= SMALL_LIMIT:
+            payload = whole_text(text)  # a checkpoint is an object: kept whole like any
+        else:
+            payload = encode(loads(text) if write.value is None else write.value, text)
         return ("checkpoint", None, None, None, write.superstep, None, None, None,
-                digest(write.data), len(write.data), encode(value, text))  # fmt: skip
+                digest(write.data), len(write.data), payload)  # fmt: skip
     if isinstance(write, RecordWrite):
         return ("record", None, None, write.kind, None, None, None, None, None, None,
                 encode(write.body, None))  # fmt: skip
