@@ -1,8 +1,10 @@
 """``plait check WORKFLOW``: load a workflow file and report every problem with its line.
 
 Problems (every pass, governance flows included) exit 2, one line each. Warnings (a flow
-guard reading a key nothing declares it writes) are printed the same way, marked
-``warning:``, and leave the exit code at 0; ``--json`` lists them under ``warnings``.
+guard reading a key nothing declares it writes, or one that can never hold) are printed
+the same way, marked ``warning:``, after the problems if there are any; alone they leave
+the exit code at 0. ``--json`` lists them under ``warnings`` (inside ``error`` when the
+file also has problems).
 """
 
 from __future__ import annotations
@@ -39,8 +41,7 @@ def check(
         out.data(summary)
         return
     for w in warnings:
-        where = f"{workflow}:{w.line}: " if w.line is not None else f"{workflow}: "
-        out.say(f"{where}PLAIT-{w.code} warning: {w.message}")
+        out.say(w.render(workflow, warning=True))
     noted = f", {len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings else ""
     out.say(
         f"[green]✓[/] {escape(workflow)}: workflow [bold]{escape(wf.name)}[/] is valid"

@@ -79,6 +79,9 @@ def _describe_flow(out: Output, node_id: str, where: dict[str, Any]) -> None:
         out.say(f"    posture: {posture}")
     if where.get("refused"):
         out.say(f"    refused calls so far: {where['refused']}")
+    for found in where.get("violations", ()):
+        what = f"call to {found['tool']}" if found["tool"] is not None else "final answer"
+        out.say(f"    violation ({found['rule']}): {what}: {found['why']}")
 
 
 def trace(
@@ -109,6 +112,13 @@ def trace(
             str(e["redeliveries"] or ""),
         )
     out.console().print(table)
+    for e in entries:  # observe mode: what enforce mode would have refused
+        for v in e.get("violations", ()):
+            what = f"call {v['tool']} ({v['tool_call_id']})" if v["tool"] else "final answer"
+            out.say(
+                f"violation at step {e['superstep']}, node {e['node']}, turn {e['effect_seq']}:"
+                f" {what}: {v['rule']}: {v['reason']}"
+            )
 
 
 def verify(

@@ -77,8 +77,10 @@ class Output:
         else:
             console = Console(stderr=True, soft_wrap=True, highlight=False)
             source = getattr(error, "source", None)
-            for problem in error.problems:
-                console.print(problem.render(source), markup=False)
+            lines = [problem.render(source) for problem in error.problems]
+            lines += [w.render(source, warning=True) for w in getattr(error, "warnings", ())]
+            for line in lines:
+                console.print(line, markup=False)
         return typer.Exit(exit_code(error))
 
     @contextlib.contextmanager

@@ -75,9 +75,10 @@ class Problem:
     node: str | None = None
     edge: int | None = None
 
-    def render(self, source: str | None = None) -> str:
-        """``FILE:LINE: PLAIT-Ennn message`` (file and line when known)."""
+    def render(self, source: str | None = None, *, warning: bool = False) -> str:
+        """``FILE:LINE: PLAIT-Ennn message`` (file and line when known); a warning's
+        message starts ``warning:``."""
         where = ""
         if source is not None:
             where = f"{source}:{self.line}: " if self.line is not None else f"{source}: "
-        return f"{where}PLAIT-{self.code} {self.message}"
+        return f"{where}PLAIT-{self.code} {'warning: ' if warning else ''}{self.message}"

@@ -4,6 +4,15 @@ The flow's runtime (state and marking) lives in the node's ``AbstractFlow`` as
 ``governance["rt"]`` and is journaled with it, so replay reproduces every
 admission and refusal. A loop without a flow never calls into this module
 beyond ``flow_of`` returning None, and keeps the bytes it always had.
+
+Observe mode refuses nothing; what enforce mode would have refused is a
+*violation*, kept in ``governance["violations"]`` (while the node is in flight) and
+on the transcript entry of the call's result (``violation``), so every later
+turn's journaled request carries it, as it carries a refusal.
+
+The flow state changes only when a tool round has settled: its answers and
+successes are applied in ``effect_seq`` order (``settled``), so it never depends on
+which call of a round completed first.
 """
 
 from __future__ import annotations
@@ -49,6 +58,11 @@ def _save(flow: AbstractFlow, rt: FlowRuntime) -> None:
     flow.governance["rt"] = rt.to_json()
 
 
+def _violation(flow: AbstractFlow, found: dict[str, Any]) -> None:
+    assert flow.governance is not None
+    flow.governance.setdefault("violations", []).append(found)
+
+
 def offer(s: StepContext, flow: AbstractFlow, tools: list[str]) -> tuple[list[str], list[str]]:
     """The tools offered this turn and the active postures (for the turn's instructions)."""
     governed = flow_of(s, flow)
@@ -60,9 +74,11 @@ def offer(s: StepContext, flow: AbstractFlow, tools: list[str]) -> tuple[list[st
 
 
 def admit_calls(
-    s: StepContext, flow: AbstractFlow, calls: list[dict[str, Any]], tools: list[str]
+    s: StepContext, flow: AbstractFlow, turn: int, calls: list[dict[str, Any]], tools: list[str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Split one answer's calls into (admitted, refused tool entries), admitted one at a time."""
+    """Split the calls of the answer to turn ``turn`` (its effect_seq) into (admitted,
+    refused tool entries), admitted one at a time. An admitted call enforce mode would have
+    refused (observe mode) carries ``violation`` ({rule, why}) for its result's entry."""
     governed = flow_of(s, flow)
     if governed is None or flow.governance is None:
         return calls, []
@@ -71,12 +87,12 @@ def admit_calls(
     admitted: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     for call, admission in zip(calls, admissions, strict=True):
-        if admission.violation is not None:
-            violations = flow.governance.setdefault("violations", [])
-            violations.append(
-                {"tool": call["name"], "rule": admission.rule, "why": admission.violation}
-            )
         if admission.ok:
+            if admission.violation is not None:
+                why = {"rule": admission.rule, "why": admission.violation}
+                made = {"turn": turn, "tool": call["name"], "tool_call_id": call.get("id")}
+                _violation(flow, {**made, **why})
+                call = {**call, "violation": why}  # a new dict: the answer's own stays as it came
             admitted.append(call)
             continue
         message = refusal_message(governed, rt, str(call["name"]), admission, tools)
@@ -95,24 +111,40 @@ def admit_calls(
     return admitted, refused
 
 
-def succeeded(s: StepContext, flow: AbstractFlow, tool: str, result: Any) -> None:
+def keeps_answer(flow: AbstractFlow) -> bool:
+    """Whether an ask's answer must be kept until its round settles (a governed loop)."""
+    return flow.governance is not None
+
+
+def settled(
+    s: StepContext, flow: AbstractFlow, call: dict[str, Any], result: dict[str, Any]
+) -> None:
+    """Apply one settled call of a round to the flow state: its ask's answer (a human
+    confirmation a guard may read), then its success. Called in effect_seq order."""
     governed = flow_of(s, flow)
-    if governed is not None and flow.governance is not None:
-        _save(flow, record_success(governed, _rt(flow), tool, result))
+    if governed is None or flow.governance is None:
+        return
+    rt = _rt(flow)
+    answer = call.get("answer", result.get("answer"))
+    if isinstance(answer, dict):
+        rt = record_answer(governed, rt, answer)
+    if not result["is_error"]:
+        rt = record_success(governed, rt, str(call["name"]), result["content"])
+    _save(flow, rt)
 
 
-def answered(s: StepContext, flow: AbstractFlow, answer: dict[str, Any]) -> None:
-    """An answered ask updates the flow state (a human confirmation a guard may read)."""
-    governed = flow_of(s, flow)
-    if governed is not None and flow.governance is not None:
-        _save(flow, record_answer(governed, _rt(flow), answer))
-
-
-def unmet_requirements(s: StepContext, flow: AbstractFlow) -> list[str]:
-    """Steps a ``require`` constraint still waits for before a final answer."""
+def unmet_requirements(s: StepContext, flow: AbstractFlow, turn: int) -> list[str]:
+    """Steps a ``require`` constraint still waits for before the final answer of turn
+    ``turn``. In observe mode the answer stands: the unmet steps are a violation."""
     governed = flow_of(s, flow)
     if governed is None or flow.governance is None:
         return []
     rt = latch(governed, _rt(flow))
     _save(flow, rt)
-    return missing_required(governed, rt)
+    missing = missing_required(governed, rt)
+    if missing and governed.mode == "observe":
+        steps = ", ".join(f"`{step}`" for step in missing)
+        why = f"a final answer was given before the required steps were done: {steps}"
+        _violation(flow, {"turn": turn, "rule": "require", "steps": missing, "why": why})
+        return []
+    return missing

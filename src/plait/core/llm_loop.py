@@ -9,6 +9,8 @@ Rules of this file:
   order, so the transcript is the same on every replay.
 - Unknown tools, invalid arguments and schema-failing answers make no effect:
   they become transcript entries and a corrective turn.
+- A governed flow's state changes only when a round has settled, call by call in
+  ``effect_seq`` order (``governed.settled``), never in completion order.
 
 Theory of operation. Dispatch creates the flow with the instruction and the
 context as its first entry and a ``NextTurn`` need. Serving a turn first folds
@@ -215,7 +217,7 @@ def on_resolved(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> bool
         if flow.folding is not None and flow.folding["seq"] == key.effect_seq:
             _on_summary(s, fkey, flow, outcome)
         else:
-            _on_turn(s, fkey, flow, outcome)
+            _on_turn(s, fkey, flow, key.effect_seq, outcome)
         return True
     if key.kind == "tool" and key.effect_seq in flow.pending_tools:
         _on_tool(s, flow, key.effect_seq, outcome)
@@ -243,7 +245,9 @@ def _on_summary(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOu
     flow.need = NEXT_TURN
 
 
-def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutcome) -> None:
+def _on_turn(
+    s: StepContext, fkey: str, flow: AbstractFlow, turn: int, outcome: EffectOutcome
+) -> None:
     env = s.env
     if not isinstance(outcome, Completed):
         if outcome.cause == "ContextTooLong":
@@ -261,7 +265,7 @@ def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutco
     text = answer.get("text")
     flow.messages.append(Entry(role="assistant", text=text, tool_calls=calls))
     if calls:
-        _on_tool_calls(s, fkey, flow, calls)
+        _on_tool_calls(s, fkey, flow, turn, calls)
         return
     if s.state.inbox:
         # Idle messages (§6.7): the loop goes on with them instead of finishing.
@@ -272,7 +276,7 @@ def _on_turn(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOutco
         return
     spec = env.executors[flow.node].spec
     node_id = env.plan.nodes[flow.node].id
-    missing = governed.unmet_requirements(s, flow)
+    missing = governed.unmet_requirements(s, flow, turn)
     if missing:
         assert flow.governance is not None
         strikes = int(flow.governance.get("require_strikes", 0)) + 1
@@ -338,7 +342,7 @@ def _finish(s: StepContext, fkey: str, flow: AbstractFlow, result: Any) -> None:
 
 
 def _on_tool_calls(
-    s: StepContext, fkey: str, flow: AbstractFlow, calls: list[dict[str, Any]]
+    s: StepContext, fkey: str, flow: AbstractFlow, turn: int, calls: list[dict[str, Any]]
 ) -> None:
     env = s.env
     offered = _offered(s, flow)
@@ -382,25 +386,30 @@ def _on_tool_calls(
             flow.messages.append(_tool_entry(call, why, True))
         flow.need = NEXT_TURN
         return
-    admitted, refused = governed.admit_calls(s, flow, calls, offered)
+    admitted, refused = governed.admit_calls(s, flow, turn, calls, offered)
     flow.messages.extend(Entry(r) for r in refused)
     flow.need = {"Tools": admitted} if admitted else NEXT_TURN
 
 
 def _tool_entry(call: dict[str, Any], content: Any, is_error: bool) -> Entry:
-    return Entry(role="tool", tool_call_id=call.get("id"), content=content, is_error=is_error)
+    # Observe mode: a call enforce mode would have refused carries why (§9).
+    noted = {"violation": call["violation"]} if "violation" in call else {}
+    return Entry(
+        role="tool", tool_call_id=call.get("id"), content=content, is_error=is_error, **noted
+    )
 
 
 def _on_approval(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome) -> bool:
     """Settle an approval ask; True when approved (the call now runs as its own effect)."""
     call = flow.pending_tools[seq]
     answer = outcome.result if isinstance(outcome, Completed) else None
-    if isinstance(answer, dict):
-        governed.answered(s, flow, answer)
+    # A governed loop keeps the answer for the flow state until the round settles.
+    kept = {"answer": answer} if isinstance(answer, dict) and governed.keeps_answer(flow) else {}
     if isinstance(answer, dict) and answer.get("approved") is True:
         del flow.pending_tools[seq]
         approved = {k: v for k, v in call.items() if k != "gate"}
         approved["approved"] = True
+        approved.update(kept)
         if isinstance(flow.need, dict):
             flow.need["Tools"].append(approved)
         else:
@@ -412,7 +421,7 @@ def _on_approval(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOu
     else:
         assert not isinstance(outcome, Completed)
         content = f"not approved: {outcome.cause}: {outcome.detail}"
-    flow.round_results[seq] = {"content": content, "is_error": True}
+    flow.round_results[seq] = {"content": content, "is_error": True, **kept}
     return False
 
 
@@ -423,7 +432,6 @@ def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcom
             return
     elif isinstance(outcome, Completed):
         flow.round_results[seq] = {"content": outcome.result, "is_error": False}
-        governed.succeeded(s, flow, str(call["name"]), outcome.result)
     else:
         flow.round_results[seq] = {
             "content": f"{outcome.cause}: {outcome.detail}",
@@ -436,6 +444,7 @@ def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcom
     for done_seq in sorted(flow.pending_tools):
         call = flow.pending_tools[done_seq]
         settled = flow.round_results[done_seq]
+        governed.settled(s, flow, call, settled)
         content = bound_tool_content(settled["content"], limit)
         flow.messages.append(_tool_entry(call, content, settled["is_error"]))
         if log_results:

@@ -36,23 +36,29 @@ def show(store: Store, run_id: str) -> RunResult:
 NO_USAGE = {"input_tokens": 0, "output_tokens": 0, "usd_micros": 0}
 """The ``usage`` of a trace entry that charged nothing (pending, failed or refused)."""
 
+CallKey = tuple[str, str, int, str]
+"""A model's tool call within one attempt of a loop: (node id, task path, attempt, call id)."""
+TurnKey = tuple[str, str, int, int]
+"""One turn of a loop: (node id, task path, attempt, effect_seq)."""
+
 
 def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
     """Every effect in dispatch order (the order intents were journaled); every entry has
-    the fields of CONTRACT.md, ``usage`` included."""
+    the fields of CONTRACT.md, ``usage`` included. A refused call follows the turn that
+    made it; in observe mode, that turn's entry lists the calls enforce mode would have
+    refused under ``violations``."""
     journal = store.load_journal(run_id)
     redeliveries: dict[Any, int] = {}
     for record in journal.records:
         if record.kind == "redelivery":
             key = tuple(sorted(record.body["key"].items()))
             redeliveries[key] = redeliveries.get(key, 0) + 1
-    # Governance refusals make no effect: they live in the transcript the next turn sends.
-    refusals: dict[str, dict[str, Any]] = {}
+    notes = _Notes()
     for intent in journal.intents:
-        if intent.key.kind == "llm" and isinstance(intent.input, dict):
-            for message in intent.input.get("messages", ()):
-                if isinstance(message, dict) and message.get("refused"):
-                    refusals.setdefault(str(message.get("tool_call_id")), message)
+        key = intent.key
+        if key.kind == "llm" and isinstance(intent.input, dict):
+            notes.read(key.node, key.task_path, key.attempt, intent.input.get("messages", ()))
+    notes.read_in_flight(store, run_id)
     entries: list[dict[str, Any]] = []
     for intent in journal.intents:
         key = intent.key
@@ -81,11 +87,86 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
             entry["usage"] = dict(NO_USAGE)  # a failed effect charges nothing
         entries.append(entry)
         if key.kind == "llm" and isinstance(entry.get("result"), dict):
-            for call in entry["result"].get("tool_calls") or ():
-                refused = refusals.get(str(call.get("id")))
-                if refused is not None:
-                    entries.append(_refused_entry(entry, call, refused))
+            entries += notes.after_turn(entry)
     return entries
+
+
+class _Notes:
+    """What governance decided about a loop's calls without making an effect: refusals and
+    observe-mode violations, gathered from the transcripts the journal holds (every later
+    turn's request, every summarizer's) and from the loops in flight at the latest
+    checkpoint (a decision no later turn carried yet). Each is listed once."""
+
+    def __init__(self) -> None:
+        self.refused: dict[CallKey, dict[str, Any]] = {}
+        self.violations: dict[CallKey, dict[str, Any]] = {}
+        self.final: dict[TurnKey, list[dict[str, Any]]] = {}
+
+    def read(self, node: str, task_path: str, attempt: int, messages: Any) -> None:
+        for message in messages if isinstance(messages, list) else ():
+            if not isinstance(message, dict) or message.get("role") != "tool":
+                continue
+            call: CallKey = (node, task_path, attempt, str(message.get("tool_call_id")))
+            if message.get("refused"):
+                self.refused.setdefault(call, message)
+            violation = message.get("violation")
+            if isinstance(violation, dict):
+                self.violations.setdefault(call, violation)
+
+    def read_in_flight(self, store: Store, run_id: str) -> None:
+        meta = store.latest_checkpoint(run_id)
+        if meta is None:
+            return
+        state = SchedulerState.from_json(
+            loads(store.read_checkpoint(run_id, meta.seq))["scheduler"]
+        )
+        nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
+        for key in sorted(state.abstract_flows):
+            flow = state.abstract_flows[key]
+            if not 0 <= flow.node < len(nodes):
+                continue
+            node = str(nodes[flow.node]["id"])
+            self.read(node, flow.task_path, flow.attempt, flow.messages)
+            violations = (flow.governance or {}).get("violations", ())
+            for found in violations:
+                if "tool_call_id" in found:
+                    call = (node, flow.task_path, flow.attempt, str(found["tool_call_id"]))
+                    self.violations.setdefault(call, found)
+                elif "turn" in found:  # an unmet ``require`` at a final answer
+                    turn = (node, flow.task_path, flow.attempt, int(found["turn"]))
+                    self.final.setdefault(turn, []).append(found)
+
+    def after_turn(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
+        """The ``refused`` entries that follow ``turn``, in call order; its observe-mode
+        violations go on the turn's own entry (``violations``: CONTRACT.md's trace kinds
+        stay as they are, and each violating call did run as an effect of its own)."""
+        where = (turn["node"], turn["task_path"], turn["attempt"])
+        found: list[dict[str, Any]] = []
+        violations: list[dict[str, Any]] = []
+        for call in turn["result"].get("tool_calls") or ():
+            key: CallKey = (*where, str(call.get("id")))
+            refused = self.refused.pop(key, None)
+            if refused is not None:
+                found.append(_refused_entry(turn, call, refused))
+            violation = self.violations.pop(key, None)
+            if violation is not None:
+                violations.append(_violation_noted(call.get("name"), call.get("id"), violation))
+        for violation in self.final.pop((*where, turn["effect_seq"]), ()):
+            violations.append(_violation_noted(None, None, violation))
+        if violations:
+            turn["violations"] = violations
+        return found
+
+
+def _violation_noted(tool: Any, call_id: Any, violation: dict[str, Any]) -> dict[str, Any]:
+    """An observe-mode violation as trace lists it: the call (None for an unmet
+    ``require``), the rule enforce mode would have applied and why."""
+    return {
+        "tool": tool,
+        "tool_call_id": call_id,
+        "rule": violation.get("rule"),
+        "reason": violation.get("why"),
+    }
 
 
 def _refused_entry(
@@ -138,5 +219,19 @@ def explain(store: Store, run_id: str) -> dict[str, Any]:
         )
         if flow.refused:
             shown["refused"] = len(flow.refused)
+        violations = flow.governance.get("violations")
+        if violations:
+            shown["violations"] = [_violation_shown(v) for v in violations]
         found[str(node["id"])] = shown
     return found
+
+
+def _violation_shown(found: dict[str, Any]) -> dict[str, Any]:
+    """An observe-mode violation for ``plait show``: the tool (None for an unmet
+    ``require``), its call id, the rule enforce mode would have applied and why."""
+    return {
+        "tool": found.get("tool"),
+        "tool_call_id": found.get("tool_call_id"),
+        "rule": found.get("rule"),
+        "why": found.get("why"),
+    }

@@ -40,6 +40,11 @@ def error_object(error: PlaitError) -> dict[str, Any]:
         ]
     if source is not None:
         body["file"] = source
+    warnings = getattr(error, "warnings", ())
+    if warnings:
+        body["warnings"] = [
+            {"code": f"PLAIT-{w.code}", "message": w.message, "line": w.line} for w in warnings
+        ]
     return {"error": body}
 
 

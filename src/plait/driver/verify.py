@@ -3,7 +3,10 @@
 No tool, no model, no write: every batch of events the live driver fed the core
 is journaled (see ``feeds``); verify rebuilds each batch, answering results from
 the journal by key, calls ``step`` and compares each checkpoint it produces with
-the stored one, byte for byte (ARCHITECTURE.md §5.5).
+the stored one, byte for byte (ARCHITECTURE.md §5.5). It also compares the input of
+every intent the replay emits with the journaled one (the tools a turn offered and the
+refusals it carried live only there), canonically: the first emission of a key is the
+one the journal holds (a re-emission after a resume was adopted, not journaled).
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from plait.core.canonical import loads
+from plait.core.canonical import dumps, loads
 from plait.core.env import Budgets, StepEnv
-from plait.core.events import WriteCheckpoint
+from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.feeds import FEED, decode_events
 from plait.store.base import Store
+from plait.store.records import IntentRecord
 
 
 @dataclass
@@ -63,6 +67,49 @@ def _differing_fields(expected: bytes, produced: bytes) -> list[str]:
     return fields or ["bytes"]
 
 
+def _first_difference(want: Any, got: Any, path: str) -> str | None:
+    """The dotted path of the first place two JSON values differ (keys in sorted order),
+    None when they are canonically equal (``1`` and ``1.0`` differ, as in canonical JSON)."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key in sorted(set(want) | set(got)):
+            where = f"{path}.{key}"
+            if key not in want or key not in got:
+                return where
+            found = _first_difference(want[key], got[key], where)
+            if found is not None:
+                return found
+        return None
+    if isinstance(want, list) and isinstance(got, list):
+        for index, (a, b) in enumerate(zip(want, got, strict=False)):
+            found = _first_difference(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None if len(want) == len(got) else f"{path}[{min(len(want), len(got))}]"
+    return None if type(want) is type(got) and want == got else path
+
+
+def _intent_divergence(
+    command: WriteIntent, journaled: dict[JournalKey, IntentRecord], seen: set[JournalKey]
+) -> str | None:
+    """PLAIT-E009 when the first emission of an intent differs from the journaled one."""
+    key = command.key
+    record = journaled.get(key)
+    if record is None or key in seen:
+        return None  # not journaled (the last wave of a crash), or a re-emission
+    seen.add(key)
+    if record.executor == command.executor and dumps(record.input) == dumps(command.input):
+        return None
+    if record.executor != command.executor:
+        field = f"executor ({record.executor!r} journaled, {command.executor!r} replayed)"
+    else:
+        field = _first_difference(record.input, command.input, "input") or "input"
+    return (
+        f"PLAIT-E009 superstep {command.superstep}: the {key.kind} intent of node '{key.node}'"
+        f"{f' task {key.task_path}' if key.task_path else ''} (attempt {key.attempt},"
+        f" effect {key.effect_seq}) differs from the replay in {field}"
+    )
+
+
 def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
     """Replay ``run_id``'s journal through the core; never dispatches anything."""
     journal = store.load_journal(run_id)
@@ -77,6 +124,8 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
     expected = [seq for seq, _ in stored if seq not in seeds]
     results = journal.results
     asks: dict[str, JournalKey] = {call_id(i.key): i.key for i in journal.intents}
+    journaled = {i.key: i for i in journal.intents}
+    replayed: set[JournalKey] = set()
 
     def result_of(key: JournalKey) -> EffectOutcome | None:
         record = results.get(key)
@@ -117,6 +166,12 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             break  # a result the journal does not hold: verifiable up to here
         out = step(env, state, events)
         for command in out.commands:
+            if isinstance(command, WriteIntent):
+                diverged = _intent_divergence(command, journaled, replayed)
+                if diverged is not None:
+                    up_to = f"superstep {command.superstep}"
+                    return VerifyReport(run_id, False, compared, up_to, diverged)
+                continue
             if not isinstance(command, WriteCheckpoint):
                 continue
             if compared >= len(expected):

@@ -53,6 +53,7 @@ __all__ = [
     "is_trivially_true",
     "is_true",
     "keys_read",
+    "needs_keys",
     "not_",
     "steps_named",
     "tools_named",
@@ -298,6 +299,39 @@ def tools_named(guard: Guard) -> list[str]:
         if isinstance(atom, CalledOk) and atom.tool not in names:
             names.append(atom.tool)
     return names
+
+
+def needs_keys(guard: Guard, keys: Set[str]) -> bool:
+    """Whether ``guard`` can never hold while every one of ``keys`` is absent from the
+    state, whatever the rest of the state and the marking are (judged from its shape)."""
+    match guard:
+        case IsTrue(key) | IsSet(key) | Eq(key=key):
+            return key in keys
+        case Captured(many):
+            return any(key in keys for key in many)
+        case AllOf(guards):
+            return any(needs_keys(g, keys) for g in guards)
+        case AnyOf(guards):
+            return all(needs_keys(g, keys) for g in guards)
+        case Not(inner):
+            return _holds_without(inner, keys)
+        case _:
+            return False
+
+
+def _holds_without(guard: Guard, keys: Set[str]) -> bool:
+    """Whether ``guard`` holds whenever every one of ``keys`` is absent (the dual)."""
+    match guard:
+        case Always():
+            return True
+        case AllOf(guards):
+            return all(_holds_without(g, keys) for g in guards)
+        case AnyOf(guards):
+            return any(_holds_without(g, keys) for g in guards)
+        case Not(inner):
+            return needs_keys(inner, keys)
+        case _:
+            return False
 
 
 # --- prose --------------------------------------------------------------------------------

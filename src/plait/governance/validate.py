@@ -5,9 +5,10 @@ Three passes, each a superset of the one before, each returning a list of Proble
 every non-terminal step can complete), ``compile`` (it can work: no unreachable step, no
 unguarded commit tool, no never-until waiting on a step that does not exist, no ordering
 cycle across ``after`` and ``before``), ``compile_with_tools`` (every tool it names
-exists). ``unwritten_keys`` is different in kind: its findings are *warnings* (a guard
-reading a key nothing declares it writes may still be satisfied by the node's input), so
-``check`` returns ``Findings(errors, warnings)`` and only errors make a flow invalid.
+exists). ``unwritten_keys`` and ``self_approving_guards`` are different in kind: their
+findings are *warnings* (a guard reading a key nothing declares it writes, or that only an
+approval asked too late writes, may still be satisfied by the node's input), so ``check``
+returns ``Findings(errors, warnings)`` and only errors make a flow invalid.
 Every Problem carries code E027; severity is which list it is in.
 
 Pure: never reads anything but its arguments; output order follows declaration order.
@@ -16,7 +17,7 @@ Pure: never reads anything but its arguments; output order follows declaration o
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from plait.core.errors import Problem
@@ -26,6 +27,7 @@ from plait.governance.guards import (
     is_trivially_false,
     is_trivially_true,
     keys_read,
+    needs_keys,
     steps_named,
     tools_named,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "check",
     "compile",
     "compile_with_tools",
+    "self_approving_guards",
     "state_keys_read",
     "tool_universe",
     "unwritten_keys",
@@ -358,6 +361,34 @@ def unwritten_keys(flow: Flow, declared_writes: Iterable[str]) -> list[Problem]:
     return found
 
 
+def self_approving_guards(flow: Flow, approvals: Mapping[str, Iterable[str]]) -> list[Problem]:
+    """Warnings: a never-until (or commit) guard of an approval-required tool that cannot
+    hold without a key only that tool's own approval answer writes.
+
+    ``approvals`` maps each approval-required tool to those keys (``approved``, ``by``,
+    ``reason`` less whatever else writes them). Its approval is asked only once a call
+    was admitted, and the guard refuses every call until the answer exists: in enforce
+    mode the tool never runs, unless the node's input already carries the key.
+    """
+    if flow.mode == "observe":
+        return []
+    found: list[Problem] = []
+    for c in flow.constraints:
+        if not isinstance(c, NeverUntil) or c.tool not in approvals:
+            continue
+        own = set(approvals[c.tool])
+        read = [k for k in keys_read(c.until) if k in own]
+        if read and needs_keys(c.until, own):
+            found.append(
+                _problem(
+                    f"never('{c.tool}').until reads {_ids(read)}, which only the approval of"
+                    f" '{c.tool}' itself writes, and that approval is asked only after the"
+                    " guard admitted a call: it never holds (unless the node's input sets it)"
+                )
+            )
+    return found
+
+
 @dataclass(frozen=True)
 class Findings:
     """What ``check`` found: errors make the flow invalid, warnings only inform."""
@@ -367,10 +398,16 @@ class Findings:
 
 
 def check(
-    flow: Flow, tools: Iterable[str] | None = None, writes: Iterable[str] | None = None
+    flow: Flow,
+    tools: Iterable[str] | None = None,
+    writes: Iterable[str] | None = None,
+    approvals: Mapping[str, Iterable[str]] | None = None,
 ) -> Findings:
     """Every pass at once (what ``plait check`` runs): the strictest compile the arguments
-    allow, plus the unwritten-key warnings when ``writes`` is given."""
+    allow, plus the unwritten-key warnings when ``writes`` is given and the self-approving
+    guard warnings when ``approvals`` is (see ``self_approving_guards``)."""
     errors = compile(flow) if tools is None else compile_with_tools(flow, tools)
     warnings = [] if writes is None else unwritten_keys(flow, writes)
+    if approvals is not None:
+        warnings += self_approving_guards(flow, approvals)
     return Findings(tuple(errors), tuple(warnings))

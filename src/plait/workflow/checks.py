@@ -339,25 +339,56 @@ def flow_warnings(wf: Workflow) -> list[Issue]:
     return _pinpoint(wf, [w for i, n in enumerate(wf.nodes) for w in _flow_findings(wf, i, n)[1]])
 
 
+APPROVAL_KEYS = ("approved", "by", "reason")
+"""What an approval's answer writes (§8): an ask node's into the context, an approval-required
+tool's into the flow state of the node that called it."""
+
+
 def declared_writes(wf: Workflow) -> list[str]:
-    """Every context key the definition says something writes: the ``writes`` of nodes and
-    tools, node ids (a text answer lands under its node's id), ``tool_results_into``, the
-    top-level properties of response and ask output schemas, and an approval's answer."""
+    """Every key the definition says something writes: the ``writes`` of nodes and tools,
+    node ids (a text answer lands under its node's id), ``tool_results_into``, the top-level
+    properties of response and ask output schemas, and an approval's answer (of an ask node
+    or of an ``approval: true`` tool). A deferred tool's answer is its result: its
+    ``writes`` declare it."""
+    keys = _context_writes(wf)
+    if any(tool.approval is True for tool in wf.tools.values()):
+        keys += APPROVAL_KEYS
+    return list(dict.fromkeys(keys))
+
+
+def _context_writes(wf: Workflow) -> list[str]:
+    """``declared_writes`` but for what approval-required tools' answers write."""
     keys: list[str] = []
     for node in wf.nodes:
         if isinstance(node.id, str):
             keys.append(node.id)
-        keys += [k for k in node.writes or () if isinstance(k, str)]
+        keys += _names(node.writes)
         if isinstance(node.tool_results_into, str):
             keys.append(node.tool_results_into)
         keys += _schema_keys(node.response_schema)
         if isinstance(node.ask, Mapping):
             keys += _schema_keys(node.ask.get("output_schema"))
             if node.ask.get("approval") is True:
-                keys += ["approved", "by", "reason"]
+                keys += APPROVAL_KEYS
     for tool in wf.tools.values():
-        keys += [k for k in tool.writes or () if isinstance(k, str)]
-    return list(dict.fromkeys(keys))
+        keys += _names(tool.writes)
+    return keys
+
+
+def _approvals(wf: Workflow, tools: Sequence[str]) -> dict[str, list[str]]:
+    """For each approval-required tool among a node's ``tools``: the keys only its own
+    approval answer writes into the node's flow state (none when another approval-required
+    tool of the node, or anything else, writes them too)."""
+    gated = [t for t in dict.fromkeys(tools) if t in wf.tools and wf.tools[t].approval is True]
+    if len(gated) != 1:
+        return {}
+    elsewhere = set(_context_writes(wf))
+    return {gated[0]: [k for k in APPROVAL_KEYS if k not in elsewhere]}
+
+
+def _names(value: Any) -> list[str]:
+    """The strings of a ``writes`` list (whatever else a definition with errors holds)."""
+    return [k for k in value if isinstance(k, str)] if isinstance(value, list | tuple) else []
 
 
 def _schema_keys(schema: Any) -> list[str]:
@@ -384,8 +415,12 @@ def _flow_findings(wf: Workflow, i: int, node: NodeDef) -> tuple[list[Issue], li
             flow = flow_from_dict(plain(raw))
         except PlaitError as exc:
             return [issue(p) for p in exc.problems], []
-    tools = node.tools if isinstance(node.tools, list | tuple) else tuple(wf.tools)
-    found = check(flow, tools=[t for t in tools if isinstance(t, str)], writes=declared_writes(wf))
+    tools = [
+        t
+        for t in (node.tools if isinstance(node.tools, list | tuple) else wf.tools)
+        if isinstance(t, str)
+    ]
+    found = check(flow, tools=tools, writes=declared_writes(wf), approvals=_approvals(wf, tools))
     return [issue(p) for p in found.errors], [issue(p) for p in found.warnings]
 
 

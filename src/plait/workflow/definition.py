@@ -33,13 +33,22 @@ _PLAN = "_judged_plan"
 class WorkflowError(PlaitError):
     """Everything wrong with one definition; ``source`` is the file it came from, if any."""
 
-    def __init__(self, problems: Sequence[Problem], source: str | None = None) -> None:
+    def __init__(
+        self,
+        problems: Sequence[Problem],
+        source: str | None = None,
+        warnings: Sequence[Problem] = (),
+    ) -> None:
         super().__init__(problems[0].code, problems[0].message, problems)
         self.source = source
+        self.warnings = tuple(warnings)
+        """What ``plait check`` also found, reported after the errors (they do not fail)."""
 
     def lines(self) -> list[str]:
-        """One ``FILE:LINE: PLAIT-Ennn message`` line per problem."""
-        return [p.render(self.source) for p in self.problems]
+        """One ``FILE:LINE: PLAIT-Ennn message`` line per problem, then per warning."""
+        return [p.render(self.source) for p in self.problems] + [
+            w.render(self.source, warning=True) for w in self.warnings
+        ]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def load_workflow(
     problem, each with its line. ``model_override`` replaces ``llm.model`` (the
     CLI's ``--model``); ``require_model=False`` skips PLAIT-E006 (for drawing).
     """
-    return _load(path, model_override, require_model)[0]
+    return _load(path, model_override, require_model, warn=False)[0]
 
 
 def load_with_warnings(
@@ -57,15 +57,18 @@ def load_with_warnings(
     *,
     require_model: bool = True,
 ) -> tuple[Workflow, list[Problem]]:
-    """``load_workflow`` plus the warnings of a valid file, each with its line (``plait
-    check``): keys a governance flow's guards read that nothing declares it writes."""
-    wf, reader = _load(path, model_override, require_model)
-    return wf, [reader.locate(i, model_override).problem() for i in flow_warnings(wf)]
+    """``load_workflow`` plus the warnings of the file, each with its line (``plait check``):
+    what a governance flow's guards read that nothing writes, or that can never hold.
+
+    A file with errors raises them as ``load_workflow`` does, carrying its warnings too
+    (``WorkflowError.warnings``), so ``check`` reports every problem together.
+    """
+    return _load(path, model_override, require_model, warn=True)
 
 
 def _load(
-    path: str | os.PathLike[str], model_override: str | None, require_model: bool
-) -> tuple[Workflow, _Reader]:
+    path: str | os.PathLike[str], model_override: str | None, require_model: bool, warn: bool
+) -> tuple[Workflow, list[Problem]]:
     source = Path(path)
     doc, found = parse_file(source)
     reader = _Reader(source, doc)
@@ -79,11 +82,16 @@ def _load(
         judged, plan_judged, _ = judge(wf, require_model)
         issues += [reader.locate(i, model_override) for i in judged]
         plan_issues = [reader.locate(i, model_override) for i in plan_judged]
+    warnings = (
+        [reader.locate(i, model_override).problem() for i in flow_warnings(wf)]
+        if warn and wf is not None
+        else []
+    )
     if issues or plan_issues:
         issues.sort(key=lambda i: (i.line is None, i.line or 0))
-        raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], str(path))
+        raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], str(path), warnings)
     assert wf is not None
-    return wf, reader
+    return wf, warnings
 
 
 class _Reader:
