@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from plait.core.canonical import CanonicalJSONError, dumps, loads, strict_equal
@@ -76,6 +77,12 @@ def test_call_id_separators_are_unambiguous():
     c = JournalKey("ab", "", "n", 1, 0, "tool")
     d = JournalKey("a", "b", "n", 1, 0, "tool")
     assert len({call_id(k) for k in (a, b, c, d)}) == 4
+    # A field holding the separator (or the escape byte) cannot end early.
+    e = JournalKey("a\x1f", "b", "n", 1, 0, "tool")
+    f = JournalKey("a", "\x1fb", "n", 1, 0, "tool")
+    g = JournalKey("a\x1e", "\x1fb", "n", 1, 0, "tool")
+    h = JournalKey("a\x1e\x1f", "b", "n", 1, 0, "tool")
+    assert len({call_id(k) for k in (e, f, g, h)}) == 4
     # Fixed-width integers: attempt 1 / seq 10 never meets attempt 11 / seq 0.
     assert call_id(BASE._replace(attempt=1, effect_seq=10)) != call_id(
         BASE._replace(attempt=11, effect_seq=0)
@@ -90,6 +97,7 @@ def test_call_id_separators_are_unambiguous():
         st.text(), st.text(), st.text(), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)
     ),
 )
+@example(("a\x1f", "b", "n", 0, 0), ("a", "\x1fb", "n", 0, 0))
 def test_distinct_keys_have_distinct_call_ids(a, b):
     ka, kb = JournalKey(*a, "tool"), JournalKey(*b, "tool")
     assert (call_id(ka) == call_id(kb)) == (ka == kb)
@@ -114,3 +122,12 @@ def test_child_run_id_uses_sixteen_hex_of_the_call_id():
 
 def test_key_round_trips_through_json():
     assert JournalKey.from_json(BASE.to_json()) == BASE
+
+
+def test_call_ids_of_plain_keys_are_what_they_always_were():
+    # Escaping touches only fields holding \x1e or \x1f: journaled ids stay valid.
+    key = JournalKey("run-1", "", "fetch", 1, 0, "tool")
+    expected = hashlib.sha256(
+        b"plait:call:v1\x1frun-1\x1f\x1ffetch\x1f\x00\x00\x00\x01\x1f\x00\x00\x00\x00\x1ftool"
+    ).hexdigest()
+    assert call_id(key) == expected

@@ -135,4 +135,4 @@ def test_a_model_error_carries_a_known_cause():
 
     assert (error.cause, error.detail, str(error)) == ("Timeout", "slow", "Timeout: slow")
     with pytest.raises(ValueError):
-        ModelError("SchemaValidationFailed", "the loop's business, not an adapter's")
+        ModelError("UserAborted", "a person's doing, not an adapter's")

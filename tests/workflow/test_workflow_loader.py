@@ -567,3 +567,35 @@ def test_python_tool_whose_module_raises_is_reported_not_raised(tmp_path):
     assert problems_of(path) == [
         f"{path}:3: PLAIT-E004 tool 't': cannot import 'plait_fixture_mod_c:f': RuntimeError: boom"
     ]
+
+
+def test_graph_problems_are_reported_with_the_others(tmp_path):
+    # A bad condition, an unreachable node and an unbounded cycle: all three at once.
+    path = write(
+        tmp_path,
+        "wf.yaml",
+        "name: x\ntools: {t: {command: [cat]}}\n"
+        "nodes:\n  - {id: a, tool: t}\n  - {id: b, tool: t}\n  - {id: c, tool: t}\n"
+        "edges:\n  - {from: a, to: b, when: 'x >'}\n  - {from: b, to: b}\n",
+    )
+
+    lines = problems_of(path)
+
+    assert any("PLAIT-E005 edge 'a -> b': invalid condition" in x for x in lines), lines
+    assert any("PLAIT-E003 node 'c': unreachable from the entry 'a'" in x for x in lines), lines
+    assert any("PLAIT-E002 cycle through nodes 'b'" in x for x in lines), lines
+
+
+def test_a_misspelled_edge_end_is_reported_without_its_consequences(tmp_path):
+    path = write(
+        tmp_path,
+        "wf.yaml",
+        "name: x\ntools: {t: {command: [cat]}}\n"
+        "nodes:\n  - {id: a, tool: t}\n  - {id: b, tool: t}\n"
+        "edges:\n  - {from: a, to: bb}\n",
+    )
+
+    lines = problems_of(path)
+
+    assert any("unknown node 'bb' in 'to'" in x for x in lines), lines
+    assert not any("E003" in x for x in lines), lines  # b is unreachable only through the typo

@@ -35,8 +35,13 @@ def dumps(value: JSON) -> str:
 
 
 def dumpb(value: JSON) -> bytes:
-    """Canonical UTF-8 bytes of ``value``."""
-    return dumps(value).encode("utf-8")
+    """Canonical UTF-8 bytes of ``value``; a lone surrogate (text no UTF-8 can hold) is
+    refused like NaN."""
+    text = dumps(value)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CanonicalJSONError(f"text is not valid Unicode: {exc.reason}") from None
 
 
 def _refuse_constant(name: str) -> Any:

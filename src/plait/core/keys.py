@@ -21,6 +21,19 @@ _KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 _PREFIX = b"plait:call:v1"
 _IDEM_PREFIX = b"plait:idem:v1"
 _SEP = b"\x1f"
+_ESC = b"\x1e"
+
+
+def _field(text: str) -> bytes:
+    """A string field of a key, escaped so a separator inside it cannot end it early.
+
+    Text without the two control characters (every real id) encodes as plain UTF-8, so
+    no call id changed when escaping was introduced.
+    """
+    data = text.encode("utf-8")
+    if _ESC in data or _SEP in data:
+        data = data.replace(_ESC, _ESC + _ESC).replace(_SEP, _ESC + _SEP)
+    return data
 
 
 class JournalKey(NamedTuple):
@@ -72,17 +85,17 @@ def _key_bytes(key: JournalKey) -> bytes:
     return b"".join(
         (
             _SEP,
-            key.run_id.encode("utf-8"),
+            _field(key.run_id),
             _SEP,
-            key.task_path.encode("utf-8"),
+            _field(key.task_path),
             _SEP,
-            key.node.encode("utf-8"),
+            _field(key.node),
             _SEP,
             struct.pack(">I", key.attempt),
             _SEP,
             struct.pack(">I", key.effect_seq),
             _SEP,
-            key.kind.encode("utf-8"),
+            _field(key.kind),
         )
     )
 

@@ -253,8 +253,10 @@ def _on_turn(
         if outcome.cause == "ContextTooLong":
             flow.fold_forced = True
             flow.need = NEXT_TURN
-        elif outcome.cause in ("Timeout", "ExecutorError"):
-            flow.need = NEXT_TURN  # re-send the same transcript
+        elif outcome.cause == "SchemaValidationFailed":
+            _schema_strike(s, fkey, flow, outcome.detail)  # the provider refused the shape
+        elif retryable(outcome.cause, "llm"):
+            flow.need = NEXT_TURN  # Timeout, ExecutorError: re-send the same transcript
         else:
             _fail(s, fkey, flow, f"{outcome.cause}: {outcome.detail}")
         return
@@ -304,18 +306,7 @@ def _on_turn(
     if spec.get("response_schema") is not None:
         problem = env.validate_response(node_id, parsed if parsed is not None else text)
         if problem is not None:
-            flow.response_strikes += 1
-            if flow.response_strikes > 1:
-                _fail(s, fkey, flow, f"SchemaValidationFailed: {problem}")
-                return
-            flow.messages.append(
-                Entry(
-                    role="user",
-                    content="Your answer does not match the required response schema: "
-                    f"{problem}. Answer again with JSON that matches it.",
-                )
-            )
-            flow.need = NEXT_TURN
+            _schema_strike(s, fkey, flow, problem)
             return
     result = parsed if isinstance(parsed, dict) else {node_id: text}
     into = spec.get("tool_results_into")
@@ -339,6 +330,23 @@ def _finish(s: StepContext, fkey: str, flow: AbstractFlow, result: Any) -> None:
     assert isinstance(phase, OpenPhase)
     s.state.node_state[flow.node] = DONE_OK
     phase.results[flow.node] = result
+
+
+def _schema_strike(s: StepContext, fkey: str, flow: AbstractFlow, problem: str) -> None:
+    """An answer that does not match the response schema (§6.2): ONE corrective user
+    message, then the node fails with SchemaValidationFailed."""
+    flow.response_strikes += 1
+    if flow.response_strikes > 1:
+        _fail(s, fkey, flow, f"SchemaValidationFailed: {problem}")
+        return
+    flow.messages.append(
+        Entry(
+            role="user",
+            content="Your answer does not match the required response schema: "
+            f"{problem}. Answer again with JSON that matches it.",
+        )
+    )
+    flow.need = NEXT_TURN
 
 
 def _on_tool_calls(

@@ -240,7 +240,10 @@ def build_plan(
                 )
             )
 
-    if problems:
+    # The graph checks below need every node and edge end known; when some are not, they
+    # would only report consequences of those problems (a node "unreachable" through a
+    # misspelled edge), so the problems found so far are reported alone.
+    if len(index) < len(nodes) or len(plan_edges) < len(edges):
         raise PlaitError.from_problems(problems)
 
     n = len(nodes)

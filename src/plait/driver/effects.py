@@ -34,7 +34,13 @@ def failure_from_exception(exc: BaseException) -> Failed:
 def as_json_result(value: Any) -> EffectOutcome:
     """A tool's return value as a journaled result: canonical JSON or an ExecutorError."""
     try:
-        return Completed(loads(dumps(value)))
+        text = dumps(value)
+        text.encode("utf-8")  # a lone surrogate has no canonical bytes
+        return Completed(loads(text))
+    except UnicodeEncodeError as exc:
+        return Failed(
+            "ExecutorError", f"tool returned text that is not valid Unicode: {exc.reason}"
+        )
     except CanonicalJSONError as exc:
         return Failed("ExecutorError", f"tool returned a value that is not JSON: {exc}")
 

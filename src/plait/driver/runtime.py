@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plait.core.canonical import dumpb, loads
+from plait.core.canonical import CanonicalJSONError, dumpb, loads
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import (
@@ -123,6 +123,14 @@ def check_model(workflow: Workflow, model: Model | None = None) -> None:
         )
 
 
+def check_input(value: Any) -> None:
+    """A run's input must have canonical JSON bytes (PLAIT-E019 names what is wrong)."""
+    try:
+        dumpb(value)
+    except CanonicalJSONError as exc:
+        raise PlaitError("E019", f"run input is not JSON plait can store: {exc}") from None
+
+
 class Runtime:
     """Drives runs durably on one store (SQLite by default).
 
@@ -208,6 +216,7 @@ class Runtime:
         """
         if parent is None:
             check_run_id(run_id)  # a child's id is PARENT~…, made here
+            check_input(input)
         workflow.plan()  # validate before anything is written
         check_model(workflow, self.model)
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)

@@ -19,8 +19,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from plait.core.errors import PlaitError
 
-CAUSES = ("Timeout", "ExecutorError", "ContextTooLong", "Unknown")
-"""The failure causes an adapter may report (ARCHITECTURE.md §3.3)."""
+CAUSES = ("Timeout", "ExecutorError", "SchemaValidationFailed", "ContextTooLong", "Unknown")
+"""The failure causes an adapter may report (ARCHITECTURE.md §3.3); SchemaValidationFailed
+is for a provider that enforces the response schema itself and refused the answer."""
 
 
 @dataclass(frozen=True)
