@@ -256,3 +256,13 @@ def test_the_store_defaults_to_plait_db_env_then_dot_plait_in_the_cwd(cli: Cli):
     listed = cli.raw("runs", "--json", env={"PLAIT_DB": f"sqlite:///{env_db}"}).data["runs"]
     assert [r["run_id"] for r in listed] == ["e1"]
     assert [r["run_id"] for r in cli.raw("runs", "--json").data["runs"]] == ["c1"]
+
+
+def test_the_human_outcome_line_names_the_code_of_a_stalled_run(cli: Cli):
+    done = cli.raw(
+        "run", cli.flow("outcomes.yaml"), "--db", cli.db, "--run-id", "r1",
+        "--input", json.dumps({"route": "elsewhere"}),
+    )  # fmt: skip
+
+    assert done.exit_code == 1, done
+    assert "outcome: stalled (PLAIT-E001, node=ok)" in done.stdout + done.stderr

@@ -148,10 +148,21 @@ def test_observe_mode_lets_a_final_answer_before_required_steps_finish_the_node(
     with runtime(tmp_path) as rt:
         result = rt.run_sync(wf, run_id="early")
         report = rt.verify("early", workflow=wf)
+        entries = rt.trace("early")
 
     assert result.status == "completed", result.to_json()
     assert result.context == {"agent": "finished early"}
     assert report.verified
+    # The answer ended the node and its loop state; the superstep's decision record kept it.
+    (turn,) = entries
+    assert turn["violations"] == [
+        {
+            "tool": None,
+            "tool_call_id": None,
+            "rule": "require",
+            "reason": "a final answer was given before the required steps were done: `work`",
+        }
+    ]
 
 
 def test_an_unmet_requirement_in_observe_mode_is_a_violation_in_show_and_trace(tmp_path):

@@ -60,6 +60,10 @@ def report(out: Output, result: RunResult) -> None:
     raise typer.Exit(status_exit(result))
 
 
+OUTCOME_CODES = {"stalled": "E001", "budget_exhausted": "E007", "canceled": "E013"}
+"""Run outcomes §13 gives a code (``--json`` carries the kind, as CONTRACT.md shows)."""
+
+
 def describe(out: Output, result: RunResult) -> None:
     colour = {"completed": "green", "parked": "yellow", "running": "yellow"}.get(
         result.status, "red"
@@ -67,8 +71,11 @@ def describe(out: Output, result: RunResult) -> None:
     out.say(f"run [bold]{escape(result.run_id)}[/]: [{colour}]{result.status}[/]", markup=True)
     outcome = result.to_json()["outcome"]
     if outcome and outcome["kind"] != "completed":
-        details = ", ".join(f"{k}={v}" for k, v in outcome.items() if k != "kind")
-        out.say(f"  outcome: {outcome['kind']} ({details})")
+        details = [f"{k}={v}" for k, v in outcome.items() if k != "kind"]
+        code = OUTCOME_CODES.get(outcome["kind"])
+        if code is not None:
+            details.insert(0, f"PLAIT-{code}")  # docs/errors.md explains it
+        out.say(f"  outcome: {outcome['kind']} ({', '.join(details)})")
     spent = result.spent
     out.say(
         f"  spent: {spent.get('supersteps', 0)} supersteps, {spent.get('wall_ms', 0)} ms wall,"

@@ -21,6 +21,7 @@ from typing import Any
 
 from plait.core.abstract import AbstractFlow
 from plait.core.machine import StepContext
+from plait.core.state import OpenPhase
 from plait.governance import (
     Flow,
     FlowRuntime,
@@ -145,6 +146,12 @@ def unmet_requirements(s: StepContext, flow: AbstractFlow, turn: int) -> list[st
     if missing and governed.mode == "observe":
         steps = ", ".join(f"`{step}`" for step in missing)
         why = f"a final answer was given before the required steps were done: {steps}"
-        _violation(flow, {"turn": turn, "rule": "require", "steps": missing, "why": why})
+        found = {"turn": turn, "rule": "require", "steps": missing, "why": why}
+        _violation(flow, found)
+        phase = s.state.phase
+        if isinstance(phase, OpenPhase):  # outlives the node: the answer ends it
+            node = s.env.plan.nodes[flow.node].id
+            where = {"node": node, "task_path": flow.task_path, "attempt": flow.attempt}
+            phase.record.violations.append({**where, **found})
         return []
     return missing

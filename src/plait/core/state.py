@@ -68,6 +68,9 @@ class DecisionRecord:
     dispatched: list[list[int]] = field(default_factory=list)
     spawns: list[list[Any]] = field(default_factory=list)
     task_dispatched: list[list[Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    """Observe mode: final answers a ``require`` would have refused (§9). Kept here because
+    the answer ends the node, and its loop state with it."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -81,6 +84,8 @@ class DecisionRecord:
             out["spawns"] = self.spawns
         if self.task_dispatched:
             out["task_dispatched"] = self.task_dispatched
+        if self.violations:
+            out["violations"] = self.violations
         return out
 
     @staticmethod
@@ -93,6 +98,7 @@ class DecisionRecord:
             dispatched=[list(x) for x in value["dispatched"]],
             spawns=[list(x) for x in value.get("spawns", [])],
             task_dispatched=[list(x) for x in value.get("task_dispatched", [])],
+            violations=[dict(x) for x in value.get("violations", [])],
         )
 
 

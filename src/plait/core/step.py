@@ -344,9 +344,10 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     send.forget_done(s)
     if state.failed is None and state.cancel is None:
         edges_record = record.edges
-        for node in sorted(phase.results):
-            if state.node_state[node] != DONE_OK:
-                continue
+        # Every node that finished in this superstep routes its result, also one an edge
+        # of a lower node re-enters meanwhile (it is Waiting again by the time it is read).
+        finished = [node for node in sorted(phase.results) if state.node_state[node] == DONE_OK]
+        for node in finished:
             for e in plan.out_edges[node]:
                 edge = plan.edges[e]
                 if edge.max_cycles is not None and state.edge_fired[e] >= edge.max_cycles:

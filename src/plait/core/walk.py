@@ -34,14 +34,16 @@ def deliver(plan: Plan, state: SchedulerState, e: int, fired: bool) -> int:
     if state.node_state[dst] not in UNRESOLVED:
         if not fired:
             return state.node_gen[dst]
-        state.node_gen[dst] += 1
-        state.node_state[dst] = WAITING
-        state.attempt_base[dst] = state.attempt[dst]
+        # Settled sources are judged before dst itself turns Waiting: its own self-loop
+        # comes from a settled source too, and must not make it wait on itself.
         res: dict[int, str] = {}
         for other in plan.in_edges[dst]:
             if other != e and state.node_state[plan.edges[other].src] not in UNRESOLVED:
                 res[other] = EDGE_DEAD
         res[e] = FIRED
+        state.node_gen[dst] += 1
+        state.node_state[dst] = WAITING
+        state.attempt_base[dst] = state.attempt[dst]
         state.in_res[dst] = res
     else:
         state.in_res[dst][e] = FIRED if fired else EDGE_DEAD

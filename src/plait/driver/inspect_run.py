@@ -14,6 +14,7 @@ from plait.driver.wave import RunResult
 from plait.governance import FlowRuntime, flow_from_dict
 from plait.governance import explain as explain_flow
 from plait.store.base import Store
+from plait.store.records import Journal
 
 
 def show(store: Store, run_id: str) -> RunResult:
@@ -59,6 +60,7 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
         if key.kind == "llm" and isinstance(intent.input, dict):
             notes.read(key.node, key.task_path, key.attempt, intent.input.get("messages", ()))
     notes.read_in_flight(store, run_id)
+    notes.read_decisions(store, run_id, journal)
     entries: list[dict[str, Any]] = []
     for intent in journal.intents:
         key = intent.key
@@ -132,9 +134,25 @@ class _Notes:
                 if "tool_call_id" in found:
                     call = (node, flow.task_path, flow.attempt, str(found["tool_call_id"]))
                     self.violations.setdefault(call, found)
-                elif "turn" in found:  # an unmet ``require`` at a final answer
-                    turn = (node, flow.task_path, flow.attempt, int(found["turn"]))
-                    self.final.setdefault(turn, []).append(found)
+
+    def read_decisions(self, store: Store, run_id: str, journal: Journal) -> None:
+        """Unmet ``require``s of observe-mode flows: each superstep's decision record keeps
+        them (the final answer that broke one ended the node and its loop state), in the
+        checkpoint that closed it or, while it is open, in its phase."""
+        nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
+        if not any(_observes(node) for node in nodes):
+            return  # no flow in observe mode: no checkpoint is read
+        for meta in journal.checkpoints:
+            value = loads(store.read_checkpoint(run_id, meta.seq))
+            phase = value["scheduler"]["phase"]
+            records = [value.get("decisions") or {}]
+            if isinstance(phase, dict) and "Open" in phase:
+                records.append(phase["Open"].get("record") or {})
+            for record in records:
+                for found in record.get("violations", ()):
+                    turn = (found["node"], found["task_path"], found["attempt"], found["turn"])
+                    if found not in self.final.setdefault(turn, []):
+                        self.final[turn].append(found)
 
     def after_turn(self, turn: dict[str, Any]) -> list[dict[str, Any]]:
         """The ``refused`` entries that follow ``turn``, in call order; its observe-mode
@@ -235,3 +253,8 @@ def _violation_shown(found: dict[str, Any]) -> dict[str, Any]:
         "rule": found.get("rule"),
         "why": found.get("why"),
     }
+
+
+def _observes(node: dict[str, Any]) -> bool:
+    flow = node.get("executor", {}).get("spec", {}).get("flow")
+    return isinstance(flow, dict) and flow.get("mode") == "observe"
