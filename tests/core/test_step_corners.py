@@ -471,7 +471,10 @@ def test_a_parked_state_with_asks_inbox_and_send_tasks_round_trips_byte_identica
     assert again == state
 
 
-SEEDS = Path(os.environ.get("PLAIT_SEEDS_DIR", "/work/shared/seeds"))
+# The design folder sits beside the checkout (../shared/seeds), as the brief lays it out.
+SEEDS = Path(
+    os.environ.get("PLAIT_SEEDS_DIR", Path(__file__).resolve().parents[3] / "shared" / "seeds")
+)
 
 
 def seed_fields(name: str) -> list[str]:
