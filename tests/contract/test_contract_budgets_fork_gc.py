@@ -22,6 +22,18 @@ def test_raise_budget_then_resume_goes_on(cli: Cli):
     assert resumed.exit_code == 0 and resumed.data["context"] == {"i": 10, "finished": True}
 
 
+@pytest.mark.parametrize("item", ["supersteps=2.5", "tokens=0.5", "storage_bytes=1e-3"])
+def test_raise_budget_refuses_a_fraction_of_a_count(cli: Cli, item):
+    cli.run("loop.yaml", "r1")
+
+    done = cli("raise-budget", "r1", item)
+
+    assert done.exit_code == 2, done
+    error = done.data["error"]
+    assert error["code"] == "PLAIT-E019" and "must be a whole number" in error["message"]
+    assert cli("resume", "r1").data["status"] == "budget_exhausted"  # nothing was raised
+
+
 def test_raise_budget_keeps_each_axis_in_its_unit(cli: Cli):
     cli.run("loop.yaml", "r1")
 

@@ -117,8 +117,19 @@ def test_input_from_a_file(cli: Cli):
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ("@missing.json", "--input @missing.json: cannot read the file"),
         ("@binary.bin", "--input @binary.bin: cannot read the file"),
+        ('{"a": 1, "b": {"c": 1, "c": 2}}', "duplicate key 'c'"),
+        ('{"x": "\\ud800"}', "not valid Unicode"),
     ],
-    ids=["syntax", "nan", "too-large", "too-deep", "missing-file", "not-utf8"],
+    ids=[
+        "syntax",
+        "nan",
+        "too-large",
+        "too-deep",
+        "missing-file",
+        "not-utf8",
+        "dup-key",
+        "surrogate",
+    ],
 )
 def test_bad_input_is_e019_exit_2_and_writes_nothing(cli: Cli, value, words):
     (cli.folder / "binary.bin").write_bytes(b"\xd0\xff\xfe")

@@ -36,7 +36,7 @@ def parse_input(value: str | None, option: str = "--input") -> Any:
         except (OSError, UnicodeDecodeError) as exc:
             raise PlaitError("E019", f"{option} {value}: cannot read the file: {exc}") from exc
     try:
-        value = loads(text)
+        value = loads(text, unique_keys=True)
         dumpb(value)  # text a JSON escape can name but no UTF-8 can hold (a lone surrogate)
     except CanonicalJSONError as exc:
         raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc

@@ -55,18 +55,31 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CanonicalJSONError(f"duplicate key {key!r} in an object")
+        out[key] = value
+    return out
+
+
 _decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_unique_decoder = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+)
 
 
-def loads(text: str | bytes) -> JSON:
+def loads(text: str | bytes, *, unique_keys: bool = False) -> JSON:
     """Parse JSON text, refusing NaN/Infinity (and numbers too large for a float, which
-    would be Infinity); ints stay ints and floats stay floats."""
+    would be Infinity); ints stay ints and floats stay floats. ``unique_keys`` refuses an
+    object naming a key twice (text a person wrote: which value was meant is unknowable)."""
     try:
         if not isinstance(text, str):
             text = text.decode(json.detect_encoding(text), "surrogatepass")
         elif text.startswith("\ufeff"):
             raise CanonicalJSONError("unexpected byte order mark before JSON text")
-        return _decoder.decode(text)
+        return (_unique_decoder if unique_keys else _decoder).decode(text)
     except json.JSONDecodeError as exc:
         raise CanonicalJSONError(str(exc)) from exc
     except RecursionError:

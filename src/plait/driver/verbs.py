@@ -65,6 +65,8 @@ def parse_budgets(items: Iterable[str]) -> dict[str, Any]:
             raise PlaitError("E019", f"budget {item!r}: {raw!r} is not a number") from None
         if not 0 <= number < math.inf:  # NaN and Infinity too
             raise PlaitError("E019", f"budget {item!r}: must be a finite number >= 0")
+        if scale == 1 and not number.is_integer():  # a count has no fractions to round
+            raise PlaitError("E019", f"budget {item!r}: {axis} must be a whole number")
         out[field] = int(number * scale + 0.5)
     return out
 
