@@ -23,6 +23,7 @@ def test_show_of_a_parked_run_exits_3_with_outcome_null_and_the_asks(cli: Cli):
     (ask,) = run["asks"]
     assert set(ask) >= ASK_KEYS
     assert (ask["node"], ask["approval"], ask["expires_at"]) == ("approve", True, T0 // 1000 + 3600)
+    assert ask == cli.only_ask("r1")  # the same ask, run_id included, as `asks` lists it
     assert set(run["spent"]) >= SPENT_KEYS
 
 

@@ -27,7 +27,12 @@ def show(store: Store, run_id: str) -> RunResult:
         context = value if isinstance(value, dict) else ({} if value is None else {"input": value})
         return RunResult(run_id, info.status, None, context, {}, [])
     state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
-    asks = [entry["ask"] for _, entry in sorted(state.pending_asks.items()) if "ask" in entry]
+    # Each ask names its run, as ``run`` and ``asks`` print it.
+    asks = [
+        {"run_id": run_id, **entry["ask"]}
+        for _, entry in sorted(state.pending_asks.items())
+        if "ask" in entry
+    ]
     result = RunResult.of(state, asks)
     if result.status == "running" and info.status != "running":
         result.status = info.status  # e.g. interrupted: the row knows better than the state
