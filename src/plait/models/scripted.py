@@ -15,12 +15,12 @@ benchmark pays for parsing once. It never reads the transcript or the clock.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError, Problem
 from plait.models.base import ModelError, ModelRequest, ModelResponse
 
@@ -81,8 +81,8 @@ class ScriptedModel:
         """Check the text of a scripted file; every problem is reported, the first leads."""
         where = f"scripted model file '{spec.partition(':')[2]}'"
         try:
-            data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-        except (json.JSONDecodeError, ValueError) as exc:
+            data = loads(text, unique_keys=True)
+        except CanonicalJSONError as exc:
             raise PlaitError("E019", f"{where}: not valid JSON: {exc}") from exc
         problems: list[str] = []
         if isinstance(data, list):
@@ -205,16 +205,3 @@ def _kind(value: Any) -> str:
     names = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
     names |= {list: "a list", dict: "an object", type(None): "null"}
     return f"got {names.get(type(value), type(value).__name__)}"
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key '{key}'")
-        result[key] = value
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
