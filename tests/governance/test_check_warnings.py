@@ -10,6 +10,7 @@ together with errors: a file with both exits 2 and prints every line.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,17 @@ def test_check_prints_warnings_together_with_errors_and_exits_2(tmp_path):
     assert [w["code"] for w in error["warnings"]] == ["PLAIT-E027"]
     assert error["warnings"][0]["message"].startswith("node 'agent': flow: never(")
     assert error["warnings"][0]["line"] == 6
+
+
+def test_a_problem_of_a_flow_in_its_own_file_names_that_file(tmp_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "support"
+    shutil.copytree(example, tmp_path / "support")
+    flow = tmp_path / "support" / "flows" / "support.yaml"
+    flow.write_text(flow.read_text().replace("after: [verify]", "after: [verfy]", 1))
+
+    done = check(tmp_path / "support" / "workflow.yaml")
+
+    assert done.exit_code == 2
+    (line,) = done.stderr.splitlines()
+    assert "PLAIT-E027 node 'agent': flow: step 'disclose' comes after unknown step 'verfy'" in line
+    assert line.endswith("(flow file 'flows/support.yaml')")

@@ -371,7 +371,7 @@ def test_check_warns_of_keys_nothing_writes_and_exits_0(tmp_path):
     warning = (
         "workflow.yaml:14: PLAIT-E027 warning: node 'agent': flow: never('issue_refund').until"
         " reads key 'confirmed', which no node, tool or ask declares it writes"
-        " (did you mean 'customer_confirmed'?)"
+        " (did you mean 'customer_confirmed'?) (flow file 'flows/support.yaml')"
     )
     assert done.stderr.splitlines()[0] == warning
     assert "is valid" in done.stderr and "1 warning" in done.stderr

@@ -103,6 +103,7 @@ class _Reader:
         self.issues: list[Issue] = []
         self.node_origin: list[int] = []
         self.edge_origin: list[int] = []
+        self.flow_files: dict[int, str] = {}  # node's place in the file -> its flow file
 
     def add(self, code: str, message: str, place: Place) -> None:
         self.issues.append(Issue(code, message, place, line_at(self.doc, place)))
@@ -114,6 +115,12 @@ class _Reader:
             place = ("nodes", self.node_origin[place[1]], *place[2:])
         elif place[:1] == ("edges",) and len(place) > 1 and isinstance(place[1], int):
             place = ("edges", self.edge_origin[place[1]], *place[2:])
+        node = place[1] if place[:1] == ("nodes",) and len(place) > 2 else None
+        flow_file = self.flow_files.get(node) if isinstance(node, int) else None
+        if flow_file is not None and place[2] == "flow" and "flow file" not in issue.message:
+            # A flow kept in its own file: the line is the node's ``flow:`` key, so say where
+            # the flow itself lives.
+            issue = dataclasses.replace(issue, message=f"{issue.message} (flow file '{flow_file}')")
         if model_override is not None and place[:2] == ("llm", "model"):
             return dataclasses.replace(
                 issue, place=place, message=issue.message + " (from --model)"
@@ -183,6 +190,7 @@ class _Reader:
                 continue
             flow = item.get("flow")
             if isinstance(flow, str):
+                self.flow_files[i] = flow
                 flow, found, code = flow_file(flow, self.source.parent)
                 for _, message in found:
                     self.add(code, f"{where}: {message}", ("nodes", i, "flow"))
