@@ -187,3 +187,26 @@ def test_a_fork_over_http_starts_a_new_run(api: Api):
     assert forked.status_code == 200
     assert forked.json()["run_id"].startswith("r1-fork-")
     assert forked.json()["status"] == "parked"
+
+
+def test_a_body_that_is_not_canonical_json_is_400_E019_and_journals_nothing(api: Api):
+    api.start("account", "r1")
+    ask = api.only_ask("r1")
+    path = f"/runs/r1/asks/{ask['ask_id']}/respond"
+    bodies = {
+        '{"result": {"account": "a", "account": "b"}}': "duplicate key 'account'",
+        '{"result": {"account": NaN}}': "NaN is not valid JSON",
+        '{"result": {"account": "\\ud800"}}': "not valid Unicode",
+    }
+
+    for raw, words in bodies.items():
+        refused = api.client.post(
+            path, content=raw, headers={**api.auth, "content-type": "application/json"}
+        )
+        assert refused.status_code == 400, (raw, refused.text)
+        error = error_of(refused)
+        assert error["code"] == "PLAIT-E019" and words in error["message"], error
+
+    assert api.only_ask("r1")["ask_id"] == ask["ask_id"]  # still waiting: nothing journaled
+    right = api.post(path, {"result": {"account": "A-1"}})
+    assert right.status_code == 200

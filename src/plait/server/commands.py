@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from plait.core.errors import PlaitError
 from plait.driver import verbs
+from plait.server.bodies import CanonicalBodyRoute
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import Settings
 
-router = APIRouter(default_response_class=CanonicalJSON)
+router = APIRouter(default_response_class=CanonicalJSON, route_class=CanonicalBodyRoute)
 
 
 class Body(BaseModel):
