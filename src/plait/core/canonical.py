@@ -98,6 +98,38 @@ def value_digest(value: JSON) -> str:
     return digest(dumpb(value))
 
 
+def require_json(value: Any, where: str = "value") -> None:
+    """Raise CanonicalJSONError naming the first place ``value`` is not JSON plait can
+    store: a key that is not a string, NaN or Infinity, text no UTF-8 can hold, or a
+    type JSON does not have. ``dumps`` alone would turn an int key into a string."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, v = stack.pop()
+        if v is None or isinstance(v, bool | int):
+            continue
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise CanonicalJSONError(
+                    f"{path}: text is not valid Unicode: {exc.reason}"
+                ) from None
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise CanonicalJSONError(
+                    f"{path}: {v} is not valid JSON (NaN and Infinity are refused)"
+                )
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise CanonicalJSONError(f"{path}: key {k!r} is not a string")
+                stack.append((f"{path}.{k}" if k.isidentifier() else f"{path}[{k!r}]", item))
+        elif isinstance(v, list | tuple):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(v))
+        else:
+            raise CanonicalJSONError(f"{path}: {type(v).__name__} is not a JSON type")
+
+
 def strict_equal(a: JSON, b: JSON) -> bool:
     """JSON equality where ``1 != 1.0``, ``True != 1`` and ``"1" != 1``."""
     if type(a) is not type(b):

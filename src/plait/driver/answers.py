@@ -16,7 +16,7 @@ from typing import Any
 
 import jsonschema
 
-from plait.core.canonical import loads
+from plait.core.canonical import CanonicalJSONError, loads, require_json
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.core.outcomes import Completed, EffectOutcome, Failed, journal_bytes
@@ -122,6 +122,10 @@ def _journal(
     writes: list[Write] = []
     for answer in answers:
         ask_id = answer.ask_id
+        try:
+            require_json(answer.result, "result")
+        except CanonicalJSONError as exc:  # a malformed request, not a refused answer
+            raise PlaitError("E019", f"answer to ask '{ask_id}': {exc}") from None
         entry = None if state is None or state.is_terminal() else state.pending_asks.get(ask_id)
         if entry is None or "ask" not in entry:
             raise refuse(ask_id, "E011", f"run '{run_id}' has no pending ask '{ask_id}'")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plait.core.canonical import CanonicalJSONError, dumpb, loads
+from plait.core.canonical import CanonicalJSONError, dumpb, loads, require_json
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import (
@@ -123,12 +123,13 @@ def check_model(workflow: Workflow, model: Model | None = None) -> None:
         )
 
 
-def check_input(value: Any) -> None:
-    """A run's input must have canonical JSON bytes (PLAIT-E019 names what is wrong)."""
+def check_input(value: Any, what: str = "run input") -> None:
+    """What a person hands a run (its input, a steering message) must be JSON plait can
+    store; PLAIT-E019 names what is wrong and where."""
     try:
-        dumpb(value)
+        require_json(value, "input" if what == "run input" else "message")
     except CanonicalJSONError as exc:
-        raise PlaitError("E019", f"run input is not JSON plait can store: {exc}") from None
+        raise PlaitError("E019", f"{what} is not JSON plait can store: {exc}") from None
 
 
 class Runtime:
@@ -784,6 +785,7 @@ class Runtime:
 
     def send(self, run_id: str, message: Any) -> None:
         """Journal a steering message; the next superstep moves it into context["$inbox"]."""
+        check_input(message, "message")
         self.store.get_run(run_id)
         self.store.commit(run_id, None, [RecordWrite("inbox", {"message": message})])
         self._wake_root(run_id)  # a parked run takes it when a worker drives it on
