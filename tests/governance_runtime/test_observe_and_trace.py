@@ -22,6 +22,8 @@ import json
 import sqlite3
 from typing import Any
 
+from typer.testing import CliRunner
+
 from governance_runtime.desk import (
     NOW_MS,
     Desk,
@@ -31,6 +33,7 @@ from governance_runtime.desk import (
     violations_on_their_turns,
 )
 from plait import Runtime, Workflow
+from plait.cli import app
 from plait.driver.verbs import show_object
 from plait.governance import Flow, called_ok
 
@@ -153,6 +156,14 @@ def test_observe_mode_lets_a_final_answer_before_required_steps_finish_the_node(
     assert result.status == "completed", result.to_json()
     assert result.context == {"agent": "finished early"}
     assert report.verified
+    human = CliRunner().invoke(
+        app, ["trace", "early", "--db", f"sqlite:///{tmp_path / 'plait.db'}"]
+    )
+    assert human.exit_code == 0, human.output
+    assert (
+        "violation at step 1, node agent, turn 0: final answer: require: a final answer was"
+        " given before the required steps were done: `work`"
+    ) in " ".join(human.output.split())
     # The answer ended the node and its loop state; the superstep's decision record kept it.
     (turn,) = entries
     assert turn["violations"] == [

@@ -14,7 +14,7 @@ from rich.status import Status
 
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
-from plait.core.canonical import CanonicalJSONError, dumpb, loads
+from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
 from plait.driver.run_ids import check_run_id
@@ -36,11 +36,10 @@ def parse_input(value: str | None, option: str = "--input") -> Any:
         except (OSError, UnicodeDecodeError) as exc:
             raise PlaitError("E019", f"{option} {value}: cannot read the file: {exc}") from exc
     try:
-        value = loads(text, unique_keys=True)
-        dumpb(value)  # text a JSON escape can name but no UTF-8 can hold (a lone surrogate)
+        # Text no UTF-8 can hold (a lone surrogate escape) parses; the Runtime refuses it.
+        return loads(text, unique_keys=True)
     except CanonicalJSONError as exc:
         raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc
-    return value
 
 
 def status_exit(result: RunResult) -> int:
