@@ -81,3 +81,32 @@ def test_a_manifest_supersession_takes_a_seq_no_journal_row_reuses(tmp_path: Pat
         assert len(store.manifests("r1")) == 2
     finally:
         store.close()
+
+
+def test_the_rebuilt_journal_keeps_its_rows_indexes_and_item_check(tmp_path: Path) -> None:
+    """Migration 5 rebuilds the journal table (its CHECK on item, see sqlite_schema):
+    rows, the unique effect keys and the records index come through, and an item that
+    is none of the four is still refused."""
+    path = tmp_path / "old.db"
+    version_3_database(path)
+    SqliteStore(str(path)).close()
+    conn = sqlite3.connect(path)
+    try:
+        indexes = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'journal'"
+                " AND sql IS NOT NULL"
+            )
+        }
+        assert indexes == {"journal_effect_keys", "journal_records"}
+        assert conn.execute("SELECT seq, item FROM journal ORDER BY seq").fetchall() == [
+            (1, "intent"),
+            (2, "record"),
+        ]
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            conn.execute(
+                "INSERT INTO journal (run_id, seq, item, payload) VALUES ('r1', 9, 'bogus', '{}')"
+            )
+    finally:
+        conn.close()

@@ -6,7 +6,7 @@ The retry table lives here and nowhere else: which causes a node's ``retries``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.canonical import JSON, dumpb
@@ -61,10 +61,15 @@ NO_USAGE = Usage()
 
 @dataclass(frozen=True, slots=True)
 class Completed:
-    """An effect that produced a JSON result."""
+    """An effect that produced a JSON result.
+
+    ``size``, when the producer already encoded ``result``, is its canonical byte length
+    (what ``journal_bytes`` would compute again); it is not part of the value.
+    """
 
     result: JSON
     usage: Usage = NO_USAGE
+    size: int | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"Completed": {"result": self.result, "usage": self.usage.to_json()}}
@@ -99,7 +104,7 @@ def outcome_from_json(value: dict[str, Any]) -> EffectOutcome:
 def journal_bytes(outcome: EffectOutcome) -> int:
     """Canonical byte length of a journaled result (what the storage budget charges)."""
     if isinstance(outcome, Completed):
-        return len(dumpb(outcome.result))
+        return len(dumpb(outcome.result)) if outcome.size is None else outcome.size
     return len(outcome.detail.encode("utf-8"))
 
 

@@ -35,8 +35,8 @@ def as_json_result(value: Any) -> EffectOutcome:
     """A tool's return value as a journaled result: canonical JSON or an ExecutorError."""
     try:
         text = dumps(value)
-        text.encode("utf-8")  # a lone surrogate has no canonical bytes
-        return Completed(loads(text))
+        size = len(text.encode("utf-8"))  # a lone surrogate has no canonical bytes
+        return Completed(loads(text), size=size)
     except UnicodeEncodeError as exc:
         return Failed(
             "ExecutorError", f"tool returned text that is not valid Unicode: {exc.reason}"

@@ -60,8 +60,7 @@ class ToolRunner:
         if tool is None or tool.callable is None:
             return Failed("ExecutorError", f"tool '{name}' is not available")
         try:
-            # Each tool gets its own copy: a tool mutating its input must not change the run.
-            kwargs = copy.deepcopy(bind_arguments(tool.callable, dispatch.input))
+            kwargs = _own_copy(bind_arguments(tool.callable, dispatch.input))
         except Exception as exc:
             return Failed("ExecutorError", f"{type(exc).__name__}: {exc}")
         key = dispatch.key
@@ -88,3 +87,14 @@ class ToolRunner:
             raise
         except Exception as exc:
             return failure_from_exception(exc)
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
+def _own_copy(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The tool's own copy of its arguments: a tool mutating its input must not change
+    the run. ``kwargs`` is a fresh dict; only values that can change need copying."""
+    if all(type(value) in _IMMUTABLE for value in kwargs.values()):
+        return kwargs
+    return copy.deepcopy(kwargs)

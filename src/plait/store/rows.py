@@ -9,6 +9,7 @@ back by ``decode``; this module never runs SQL and never sees a connection.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
@@ -105,5 +106,7 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
         raise ValueError(f"unknown journal item {item!r} at seq {seq}")
 
 
+@lru_cache(maxsize=4096)
 def _key_text(key: JournalKey) -> str:
+    """A key's column text; remembered, as an intent and its result write the same key."""
     return dumps(key.to_json())

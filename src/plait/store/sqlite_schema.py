@@ -16,6 +16,11 @@ _STATUSES = (
     "'queued','running','parked','completed','failed','stalled','canceled','budget_exhausted'"
 )
 
+_JOURNAL_COLUMNS = (
+    "run_id, seq, item, journal_key, executor, record_kind, superstep, clock_ms,"
+    " idempotency_key, journal_bytes, sha256, size, payload"
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: runs, manifests, the journal, content-addressed nodes, leases.
     (
@@ -101,6 +106,36 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE UNIQUE INDEX journal_effect_keys ON journal (run_id, journal_key, item)
             WHERE journal_key IS NOT NULL""",
         "DROP INDEX journal_records",
+        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
+            WHERE item = 'record' AND record_kind <> 'feed'""",
+    ),
+    # 5: the journal's CHECK on item written as comparisons. SQLite evaluates a CHECK's
+    # IN (...) list by building a temporary table for every row inserted, which cost more
+    # than the rest of a wave's inserts; OR-ed comparisons are evaluated in place. A CHECK
+    # cannot be altered, so the table is rebuilt (same columns, rows and indexes).
+    (
+        """CREATE TABLE journal_5 (
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            item TEXT NOT NULL CHECK (item = 'intent' OR item = 'result'
+                                      OR item = 'checkpoint' OR item = 'record'),
+            journal_key TEXT,
+            executor TEXT,
+            record_kind TEXT,
+            superstep INTEGER,
+            clock_ms INTEGER,
+            idempotency_key TEXT,
+            journal_bytes INTEGER,
+            sha256 TEXT,
+            size INTEGER,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID""",
+        f"INSERT INTO journal_5 ({_JOURNAL_COLUMNS}) SELECT {_JOURNAL_COLUMNS} FROM journal",
+        "DROP TABLE journal",
+        "ALTER TABLE journal_5 RENAME TO journal",
+        """CREATE UNIQUE INDEX journal_effect_keys ON journal (run_id, journal_key, item)
+            WHERE journal_key IS NOT NULL""",
         """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
             WHERE item = 'record' AND record_kind <> 'feed'""",
     ),
