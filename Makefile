@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Test processes: most tests wait on the plait processes they start, so more workers than
+# cores pays; TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= 4
 
 .PHONY: demo test lint bench clean
 
@@ -43,7 +46,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 bench: $(VENV)/.bench
 	$(BIN)/python bench/run.py

@@ -40,6 +40,7 @@ from plait.store.rows import (
     write_row,
 )
 from plait.store.sqlite_schema import migrate
+from plait.store.wal import BACKSTOP_PAGES, WalCheckpointer
 
 DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 """``durability`` -> ``PRAGMA synchronous``: NORMAL survives a process crash, FULL power loss."""
@@ -144,6 +145,7 @@ class SqliteStore:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if not read_only and not memory:
                 conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
             conn.execute(f"PRAGMA synchronous = {DURABILITY[durability]}")
             migrate(conn, self.path)
         except BaseException as exc:
@@ -151,6 +153,8 @@ class SqliteStore:
             if isinstance(exc, sqlite3.Error):
                 raise self._storage_error(exc) from exc
             raise
+        # Checkpoints off the committing thread (wal.py); SQLite's own is the backstop.
+        self._checkpointer = None if read_only or memory else WalCheckpointer(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, durability={self.durability!r})"
@@ -462,6 +466,8 @@ class SqliteStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._conn.close()
 
     # --- internals ---
@@ -542,6 +548,8 @@ class SqliteStore:
             if isinstance(exc, sqlite3.Error):
                 raise self._storage_error(exc) from exc
             raise
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

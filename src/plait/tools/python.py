@@ -207,7 +207,7 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
                 for err in exc.errors()
             )
             raise ToolArgumentError(f"{sig.name}(): invalid arguments: {details}") from None
-        values = dict(validated)
+        values = validated.__dict__  # the fields by name, without iterating the model
         chosen = {p: values[p] for p in chosen}
     if sig.var_keyword:
         chosen.update((k, v) for k, v in context.items() if k not in chosen)
