@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from plait.store import RecordWrite, RunInfo, SqliteStore
 from plait.store.wal import BACKSTOP_PAGES, CHECKPOINT_EVERY
 
@@ -69,3 +71,23 @@ def test_read_only_and_in_memory_stores_have_no_checkpointer(tmp_path: Path) -> 
     finally:
         read_only.close()
         memory.close()
+
+
+def test_the_thread_checkpoints_the_store_file_after_the_process_changed_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store opened by a relative path: the thread connects later, to the same file."""
+    monkeypatch.chdir(tmp_path)
+    store = _store_with_run(Path("p.db"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    try:
+        monkeypatch.chdir(elsewhere)
+        checkpointer = store._checkpointer
+        assert checkpointer is not None
+        for _ in range(CHECKPOINT_EVERY):
+            store.commit("r1", None, [RecordWrite("inbox", {"message": "hi"})])
+        assert checkpointer.wait(1, timeout_s=60)
+        assert not (elsewhere / "p.db").exists()
+    finally:
+        store.close()

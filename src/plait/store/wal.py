@@ -16,8 +16,10 @@ checkpointed or not.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+from urllib.parse import quote
 
 CHECKPOINT_EVERY = 128
 """Commits between two background checkpoints (a wave writes about six WAL pages)."""
@@ -31,7 +33,8 @@ class WalCheckpointer:
     """Checkpoints one database file from a daemon thread, started on first need."""
 
     def __init__(self, path: str, every: int = CHECKPOINT_EVERY) -> None:
-        self._path = path
+        # Absolute now: the thread connects later, perhaps after the process changed folder.
+        self._path = os.path.abspath(path)
         self._every = every
         self._commits = 0
         self._due = threading.Event()
@@ -77,8 +80,9 @@ class WalCheckpointer:
                 if self._closed:
                     return
                 try:
-                    if conn is None:
-                        conn = sqlite3.connect(self._path, isolation_level=None)
+                    if conn is None:  # mode=rw: never create a file that went away
+                        uri = f"file:{quote(self._path)}?mode=rw"
+                        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     with self._ran:
                         self.checkpoints += 1
