@@ -55,18 +55,20 @@ def work() -> dict:
     return {"worked": True}
 
 
-def required_work() -> Flow:
-    return Flow.new().step("work", allow=["work"], done=called_ok("work")).require("work").build()
+def required_work(model: str) -> Workflow:
+    """One agent node whose flow requires a successful ``work`` call before finishing."""
+    flow = Flow.new().step("work", allow=["work"], done=called_ok("work")).require("work").build()
+    return (
+        Workflow.new("req")
+        .tool(work)
+        .node("agent", instruction="Work.", tools=["work"], flow=flow)
+        .model(model)
+    )
 
 
 def test_require_reprompts_once_then_fails_the_node(tmp_path):
     model = script(tmp_path, answer("done already"), answer("still done"))
-    wf = (
-        Workflow.new("req")
-        .tool(work)
-        .node("agent", instruction="Work.", tools=["work"], flow=required_work())
-        .model(model)
-    )
+    wf = required_work(model)
 
     with runtime(tmp_path) as rt:
         result = rt.run_sync(wf, run_id="req")
@@ -91,12 +93,7 @@ def test_require_reprompts_once_then_fails_the_node(tmp_path):
 def test_after_the_reprompt_the_model_may_do_the_required_step_and_finish(tmp_path):
     WORKED.clear()
     model = script(tmp_path, answer("done already"), calls("work"), answer("worked"))
-    wf = (
-        Workflow.new("req")
-        .tool(work)
-        .node("agent", instruction="Work.", tools=["work"], flow=required_work())
-        .model(model)
-    )
+    wf = required_work(model)
 
     with runtime(tmp_path) as rt:
         result = rt.run_sync(wf, run_id="req")

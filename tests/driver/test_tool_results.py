@@ -1,0 +1,41 @@
+"""What a Python tool gets and gives: its own copy of its arguments, and a result whose
+canonical size (what the storage budget charges) is measured once, when it is checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from plait import Runtime, Workflow
+from plait.core.canonical import dumpb
+from plait.core.outcomes import Completed, journal_bytes
+from plait.driver.effects import as_json_result
+
+
+def test_a_checked_result_carries_its_canonical_byte_size() -> None:
+    value = {"b": ("é", 1.5), "a": {"ü": None}}  # a tuple, non-ASCII text, unsorted keys
+
+    outcome = as_json_result(value)
+
+    assert isinstance(outcome, Completed)
+    assert outcome.result == {"a": {"ü": None}, "b": ["é", 1.5]}
+    assert outcome.size == len(dumpb(outcome.result))  # bytes, not characters
+    assert journal_bytes(outcome) == journal_bytes(Completed(outcome.result))
+    assert outcome == Completed(outcome.result)  # the size is not part of the value
+
+
+def test_a_tool_mutating_its_arguments_leaves_the_run_untouched(tmp_path: Path) -> None:
+    def touch(items: Any, meta: Any, count: int) -> dict[str, Any]:  # Any: passed as is
+        items.append("added by the tool")
+        meta["seen"] = True
+        return {"lengths": [len(items), len(meta), count]}
+
+    workflow = Workflow.new("touch").node("touch", tool=touch)
+    with Runtime(f"sqlite:///{tmp_path / 'p.db'}", principal="t") as rt:
+        result = rt.run_sync(workflow, {"items": ["a"], "meta": {}, "count": 3})
+        report = rt.verify(result.run_id, workflow=workflow)
+
+    assert result.status == "completed"
+    assert result.context["items"] == ["a"] and result.context["meta"] == {}
+    assert result.context["lengths"] == [2, 1, 3]
+    assert report.verified
