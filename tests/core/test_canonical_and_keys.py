@@ -48,6 +48,17 @@ def test_nan_and_infinity_are_refused_when_writing(bad):
         dumps(bad)
 
 
+def test_circular_and_too_deeply_nested_values_are_refused_when_writing():
+    circular: list[object] = []
+    circular.append(circular)
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    for bad in (circular, deep, {"x": object()}):
+        with pytest.raises(CanonicalJSONError):
+            dumps(bad)
+
+
 @pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a": -Infinity}'])
 def test_nan_and_infinity_are_refused_when_reading(text):
     with pytest.raises(CanonicalJSONError):

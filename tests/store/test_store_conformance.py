@@ -178,6 +178,32 @@ def test_commit_numbers_items_per_run_in_write_order(store: Store) -> None:
     assert [r.seq for r in store.load_journal("r2").items()] == [1]
 
 
+def test_a_wide_wave_of_mixed_rows_reads_back_in_order(store: Store) -> None:
+    """More rows than one INSERT statement takes, in shapes that change row to row."""
+    new_run(store)
+    writes: list[Write] = []
+    for n in range(25):
+        k = key(node=f"n{n:02d}")
+        writes += [intent(k, {"n": n}), result(k, n), RecordWrite("note", {"n": n})]
+    writes.append(checkpoint(1, {"wide": True}))
+    store.commit("r1", None, writes)
+    journal = store.load_journal("r1")
+    assert [item.seq for item in journal.items()] == list(range(1, 77))
+    assert [i.input for i in journal.intents] == [{"n": n} for n in range(25)]
+    assert [r.outcome["Completed"]["result"] for r in journal.results.values()] == list(range(25))
+    assert [r.body for r in journal.records] == [{"n": n} for n in range(25)]
+    assert [c.superstep for c in journal.checkpoints] == [1]
+
+
+def test_a_duplicate_late_in_a_wide_wave_refuses_the_whole_wave(store: Store) -> None:
+    new_run(store)
+    store.commit("r1", None, [intent(key(node="dup"))])
+    wide = [intent(key(node=f"n{n:02d}")) for n in range(40)] + [intent(key(node="dup"))]
+    error = expect("E020", lambda: store.commit("r1", None, wide))
+    assert "intent" in str(error)
+    assert [i.key.node for i in store.load_journal("r1").intents] == ["dup"]
+
+
 def test_journal_reads_back_every_field_exactly(store: Store) -> None:
     new_run(store)
     k = key(kind="llm", effect_seq=3)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 JSON = Any
@@ -22,6 +23,35 @@ _encoder = json.JSONEncoder(
 )
 
 
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _text_encoder() -> Callable[[Any], str]:
+    """The canonical encoder, built once.
+
+    ``JSONEncoder.encode`` builds a new C encoder at every call, which costs more than
+    encoding a small value; CPython's C encoder is made once here with the same settings.
+    It keeps no circular-reference markers: a circular value ends in RecursionError, which
+    ``dumps`` refuses like any value nested too deeply.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # an interpreter without the C accelerator
+        return _encoder.encode
+    encode = make(None, _not_json, json.encoder.encode_basestring, None, ":", ",",
+                  True, False, False)  # fmt: skip
+
+    def text(value: Any) -> str:
+        return "".join(encode(value, 0))
+
+    return text
+
+
+canonical_text: Callable[[Any], str] = _text_encoder()
+"""Canonical JSON text of ``value``, raising what json raises (ValueError for NaN,
+TypeError for a non-JSON value, RecursionError): for callers that map errors themselves."""
+
+
 class CanonicalJSONError(ValueError):
     """A value that has no canonical JSON form (NaN, Infinity, a non-JSON type)."""
 
@@ -29,9 +59,11 @@ class CanonicalJSONError(ValueError):
 def dumps(value: JSON) -> str:
     """Serialize ``value`` canonically; raises CanonicalJSONError for NaN/Inf or non-JSON."""
     try:
-        return _encoder.encode(value)
+        return canonical_text(value)
     except (ValueError, TypeError) as exc:
         raise CanonicalJSONError(str(exc)) from exc
+    except RecursionError:
+        raise CanonicalJSONError("nested too deeply (or circular) to serialize") from None
 
 
 def dumpb(value: JSON) -> bytes:

@@ -44,7 +44,7 @@ from collections.abc import Callable, Container, Hashable, Sequence
 from hashlib import sha256
 from typing import Any, NamedTuple, Protocol
 
-from plait.core.canonical import JSON, CanonicalJSONError, loads
+from plait.core.canonical import JSON, CanonicalJSONError, canonical_text, loads
 from plait.core.events import WHOLE_CHECKPOINT_LIMIT
 from plait.core.transcript import Entry
 
@@ -55,9 +55,6 @@ PAGE_SIZE = 16
 """Elements per list page, and hashes per tree node above the pages."""
 
 _quote: Callable[[str], str] = json.encoder.encode_basestring  # canonical: no ASCII escapes
-_plain = json.encoder.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
 
 
 class ChunkError(ValueError):
@@ -154,8 +151,8 @@ def encode_text(
     """
     if text is None and type(value) in (dict, list) and _few_leaves(value, SMALL_LIMIT // 8):
         try:
-            text = _plain(value)
-        except (ValueError, TypeError):
+            text = canonical_text(value)
+        except (ValueError, TypeError, RecursionError):
             text = None  # the walk reports what is wrong
     if text is not None and len(text) <= SMALL_LIMIT and type(value) in (dict, list):
         return whole_text(text), {}
@@ -286,8 +283,8 @@ class _Cutter:
         if not _str_keys(v):
             return None  # json would turn int keys into strings; the walk refuses them
         try:
-            text = _plain(v)
-        except (ValueError, TypeError):
+            text = canonical_text(v)
+        except (ValueError, TypeError, RecursionError):
             return None  # the walk below reports what is wrong
         return '{"j":' + text + "}" if len(text) + 6 < self.limit else None
 
@@ -473,7 +470,7 @@ class _Reader:
             if tag == "r":
                 return self.value(self.node(body))
             if tag == "j" and type(body) in (dict, list):
-                return loads(_plain(body))  # fresh containers: parsed nodes are cached
+                return loads(canonical_text(body))  # fresh containers: parsed nodes are cached
             raise ChunkError(f"unknown encoded form tagged {tag!r}")
         if t is list:
             raise ChunkError("a bare array is not an encoded form")

@@ -49,7 +49,12 @@ _KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is for
 
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _ROW_COLUMNS = ("run_id", "seq", *JOURNAL_COLUMNS)
-_inserts: dict[tuple[bool, ...], str] = {}
+_INSERT_COLUMNS = ", ".join(_ROW_COLUMNS)
+_ROWS_PER_INSERT = 32
+"""Rows per INSERT statement: a wave of many effects takes several."""
+_INSERT_SHAPES = 256
+"""Statements remembered by shape (which columns of which row are set)."""
+_inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
 """INSERT statements by which columns of a journal row are set (see ``_insert_rows``)."""
 _WATCH_LIMIT = 256
 """Runs whose last ``records_after`` answer a store remembers (drivers polling right now)."""
@@ -585,25 +590,27 @@ def _lease_row(conn: sqlite3.Connection, run_id: str) -> LeaseRow | None:
 
 
 def _insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
-    """Insert journal rows, binding only the columns that are set.
+    """Insert journal rows, a wave's rows in one statement, binding only what is set.
 
     Most columns of a row are NULL (an intent has no sha256, a checkpoint no key), and
     ``sqlite3`` binds each None parameter through its adapter lookup (about 6% of a
-    durable loop's superstep); a column left out of the INSERT is NULL for free.
+    durable loop's superstep); an unset column is a NULL literal in the statement
+    instead. A wave's rows have the same shape from one superstep to the next, so the
+    statement for that shape is built once and reused (sqlite3 caches its compiled form).
     """
-    batches: dict[str, list[Row]] = {}
-    for row in rows:
-        mask = tuple(value is not None for value in row)
-        sql = _inserts.get(mask)
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        batch = rows[start : start + _ROWS_PER_INSERT]
+        shape = tuple(tuple([value is not None for value in row]) for row in batch)
+        sql = _inserts.get(shape)
         if sql is None:
-            columns = [name for name, present in zip(_ROW_COLUMNS, mask, strict=True) if present]
-            sql = _inserts[mask] = (
-                f"INSERT INTO journal ({', '.join(columns)})"
-                f" VALUES ({', '.join('?' for _ in columns)})"
+            if len(_inserts) >= _INSERT_SHAPES:
+                _inserts.clear()  # wave shapes seen long ago: rebuilt if they come back
+            values = ", ".join(
+                "(" + ", ".join("?" if present else "NULL" for present in mask) + ")"
+                for mask in shape
             )
-        batches.setdefault(sql, []).append(tuple(value for value in row if value is not None))
-    for sql, params in batches.items():
-        conn.executemany(sql, params)
+            sql = _inserts[shape] = f"INSERT INTO journal ({_INSERT_COLUMNS}) VALUES {values}"
+        conn.execute(sql, [value for row in batch for value in row if value is not None])
 
 
 def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any, ...]]) -> Row:
