@@ -7,9 +7,11 @@ and runs with ``durability="sync"``, i.e. every checkpoint is written before the
 superstep starts):
 
 1. per-superstep cost of a 1000-iteration loop ``step -> step (while i < N) -> done``
-   whose body only counts (plait: a sync tool, run in the thread pool, and an
-   ``async def`` tool, which skips the thread hop); warm-up, then the median of
-   repeats, each on a fresh file;
+   whose body only counts (plait: a sync tool, which runs inline since it is alone in
+   its wave, and an ``async def`` tool); warm-up, then the median of
+   repeats, each on a fresh file. Beside them the *floor*: the same loop written by hand
+   against ``sqlite3`` on plait's schema, doing only what ARCHITECTURE.md §5.2 asks of a
+   superstep (``floor_loop_once``): how fast any engine could be here;
 2. bytes stored per step when the context grows by 1 KB per step (a new random
    1 KB hex string appended to ``log``: plait reducer ``append``; LangGraph
    ``Annotated[list, operator.add]``), after 100 and after 1000 steps: plait's
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
+import json
 import operator
 import pstats
 import random
@@ -44,6 +48,7 @@ from plait.store.wal import BACKSTOP_PAGES
 
 N = 1000
 BACKSTOP_LABEL = "langgraph, wal_autockpt"
+FLOOR_LABEL = "floor (no engine)"
 REPEATS = 7
 GROW_STEPS = (100, 1000)
 DOC_BYTES = 1024  # one hex string of 1024 characters, from 512 random bytes
@@ -127,6 +132,115 @@ def plait_grow_once(n: int) -> tuple[int, int, list[float]]:
         with rt:
             stored = rt.store.stored_bytes(run_id)
         return stored, file_bytes(path), stamps
+
+
+# ---------------------------------------------------------------------------
+# The floor: one superstep's duties written by hand against sqlite3
+# ---------------------------------------------------------------------------
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_FLOOR_INSERT = (
+    "INSERT INTO journal (run_id, seq, item, journal_key, executor, record_kind, superstep,"
+    " clock_ms, idempotency_key, journal_bytes, sha256, size, payload) VALUES"
+    " (?, ?, 'record', NULL, NULL, 'feed', NULL, NULL, NULL, NULL, NULL, NULL, ?),"
+    " (?, ?, 'result', ?, NULL, NULL, NULL, ?, NULL, ?, NULL, NULL, ?),"
+    " (?, ?, 'checkpoint', NULL, NULL, NULL, ?, NULL, NULL, NULL, ?, ?, ?),"
+    " (?, ?, 'intent', ?, 'step', NULL, ?, ?, ?, NULL, NULL, NULL, ?)"
+)
+
+
+def floor_loop_once(n: int) -> tuple[float, int]:
+    """The same loop with no engine: what §5.2 asks of each superstep, written out by hand.
+
+    On plait's own schema (a file a plait store created, so the same table and indexes)
+    and with the rows plait writes (same columns, payload and key texts, a checkpoint of
+    the same fields), each superstep: calls the tool and checks its result is JSON; merges
+    it and evaluates the loop's edge; takes the checkpoint's canonical bytes and SHA-256;
+    derives the next intent's idempotency key; then, in one BEGIN IMMEDIATE transaction,
+    reads the lease token and the last seq and inserts the wave's feed record, result,
+    checkpoint and next intent. No validation, no budgets, no governance, no tracing, no
+    generality: no engine can do less and keep §5.2's promises, so this is the bound a
+    ratio against LangGraph can reach on this machine.
+    """
+    from plait.store import LeaseOwner, RunInfo
+    from plait.store.sqlite import SqliteStore
+
+    def step(i: int) -> dict[str, Any]:
+        return {"i": i + 1}
+
+    run = "run-0123456789abcdef"  # as long as the run ids plait makes
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f.db"
+        store = SqliteStore(path)
+        store.create_run(RunInfo(run, "loop", "running", "bench", None, 0, 0), {"plan": {}})
+        token = store.acquire_lease(run, LeaseOwner("bench", 1, 0), 0, 60_000, lambda _: True)
+        store.close()
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        # No checkpoint during the loop at all (plait moves it to a thread): a bound.
+        conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+        encode = _CANONICAL.encode
+        scheduler: dict[str, Any] = {
+            "abstract_flows": {}, "announced_asks": [], "attempt": [0, 0],
+            "attempt_base": [0, 0], "cancel": None, "clock_ms": 0, "context": {"i": 0},
+            "edge_fired": [0, 0], "elapsed_ms": 0, "exhausted": None, "failed": None,
+            "in_res": [{"0": "Fired"}, {"1": "Dead"}], "node_gen": [0, 0],
+            "node_state": ["Ready", "Dead"], "paused_at": None, "pending_asks": {},
+            "phase": "Idle", "run_id": run, "superstep": 0, "wall_open": None,
+            "spent": {"input_tokens": 0, "output_tokens": 0, "storage_bytes": 0,
+                      "supersteps": 0, "usd_micros": 0, "wall_ms": 0},
+        }  # fmt: skip
+        usage = {"input_tokens": 0, "output_tokens": 0, "usd_micros": 0}
+        t0 = time.perf_counter()
+        i, attempt = 0, 1
+        while True:
+            out = step(i)  # the wave's one effect (its intent went in with the last wave)
+            result = encode(out)
+            now = int(time.time() * 1000)
+            key = encode({"attempt": attempt, "effect_seq": 0, "kind": "tool", "node": "step",
+                          "run_id": run, "task_path": ""})  # fmt: skip
+            feed = encode({"events": [{"clock": now}, {"resolved": json.loads(key)}]})
+            outcome = encode({"Completed": {"result": json.loads(result), "usage": usage}})
+            i = out["i"]
+            scheduler["context"] = {"i": i}
+            scheduler["clock_ms"] = now
+            scheduler["superstep"] = attempt
+            scheduler["spent"]["supersteps"] = attempt
+            scheduler["spent"]["storage_bytes"] += len(result)
+            go_on = i < n  # the loop edge's condition
+            scheduler["attempt"][0] = scheduler["attempt_base"][0] = attempt
+            checkpoint = encode({
+                "scheduler": scheduler,
+                "decisions": {"clock_close_ms": now, "clock_open_ms": now, "superstep": attempt,
+                              "dispatched": [[0, attempt]], "edges": [[0, attempt, "Fired"]]},
+            }).encode()  # fmt: skip
+            sha = hashlib.sha256(checkpoint).hexdigest()
+            next_key = key.replace(f'"attempt":{attempt},', f'"attempt":{attempt + 1},')
+            next_input = encode({"i": i})
+            idempotency = hashlib.sha256((next_key + next_input).encode()).hexdigest()
+            conn.execute("BEGIN IMMEDIATE")
+            seq, held = conn.execute(
+                "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = ?), token"
+                " FROM leases WHERE run_id = ?",
+                (run, run),
+            ).fetchone()
+            assert held == token
+            seq = seq or 0
+            conn.execute(
+                _FLOOR_INSERT,
+                (run, seq + 1, '{"j":' + feed + "}",
+                 run, seq + 2, key, now, len(result), '{"j":' + outcome + "}",
+                 run, seq + 3, attempt, sha, len(checkpoint), '{"j":' + checkpoint.decode() + "}",
+                 run, seq + 4, next_key, attempt + 1, now, idempotency,
+                 '{"j":' + next_input + "}"),
+            )  # fmt: skip
+            conn.execute("COMMIT")
+            attempt += 1
+            if not go_on:
+                break
+        elapsed = time.perf_counter() - t0
+        conn.close()
+    return elapsed, n + 1
 
 
 # ---------------------------------------------------------------------------
@@ -344,6 +458,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     runs: dict[str, Callable[[], tuple[float, int]]] = {
         "plait (sync tool)": lambda: plait_loop_once(N, False),
         "plait (async tool)": lambda: plait_loop_once(N, True),
+        FLOOR_LABEL: lambda: floor_loop_once(N),
     }
     if have_langgraph:
         runs["langgraph + SqliteSaver"] = lambda: langgraph_loop_once(N)
@@ -377,7 +492,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f" {paired_ratio(res[BACKSTOP_LABEL][3], res['plait (sync tool)'][3]):.2f}x"
             " (sync tool)"
         )
+    floor = res[FLOOR_LABEL][0]
+    print(
+        f"     the floor: plait takes {ours / floor:.2f}x its time (the engine's own cost);"
+        f" LangGraph {theirs / floor:.2f}x, so no engine on this schema could be more than"
+        f" {theirs / floor:.1f}x faster than LangGraph here"
+    )
     summary = {
+        "floor_us": floor * 1e6,
         "plait_us": ours * 1e6,
         "plait_async_us": ours_async * 1e6,
         "langgraph_us": theirs * 1e6,
