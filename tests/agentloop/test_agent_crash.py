@@ -237,6 +237,10 @@ def test_an_extra_model_call_would_fail_the_run(tmp_path: Path) -> None:
     turns = [e for e in agent.trace() if e["kind"] == "llm"]
     assert [t["status"] for t in turns[:LLM_EFFECTS]] == ["completed", "completed", "failed"]
     assert "no response left" in turns[LLM_EFFECTS - 1]["failure"]["detail"]
+    # The run's own outcome names the file too (CONTRACT.md: "with a message naming the file").
+    detail = json.loads(done.stdout)["outcome"]["detail"]
+    assert "max_effects_per_attempt" in detail
+    assert "scripted model answers.json: no response left" in detail
 
 
 def test_verify_passes_after_the_scripted_file_is_removed(tmp_path: Path) -> None:

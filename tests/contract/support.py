@@ -28,7 +28,9 @@ HOUR = 3_600_000
 OWNER = "alice"
 
 RUN_OBJECT_KEYS = {"run_id", "status", "outcome", "context", "asks", "spent", "folds"}
-ASK_KEYS = {"ask_id", "node", "tool_name", "prompt", "input", "expires_at", "approval"}
+ASK_KEYS = {"ask_id", "node", "prompt", "input", "approval"}
+"""Keys every ask has; ``tool_name`` (a tool call's ask) and ``expires_at`` (with
+``asks.ttl_s``) only where they apply."""
 SPENT_KEYS = {
     "supersteps",
     "input_tokens",

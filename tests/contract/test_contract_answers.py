@@ -70,11 +70,13 @@ def test_respond_result_and_deny(cli: Cli):
 
     wrong = cli("respond", "r1", ask_id, "--result", '{"acct": 1}')
     both = cli("respond", "r1", ask_id, "--result", "{}", "--deny", "no")
+    neither = cli("respond", "r1", ask_id)
     bad_json = cli("respond", "r1", ask_id, "--result", "{nope")
     right = cli("respond", "r1", ask_id, "--result", '{"account": "ACC-1"}', "--as", "bob")
 
     assert (wrong.exit_code, wrong.code) == (2, "PLAIT-E028")
-    assert (both.exit_code, both.code) == (2, "PLAIT-E028")
+    assert (both.exit_code, both.code) == (2, "PLAIT-E019")  # a usage error
+    assert (neither.exit_code, neither.code) == (2, "PLAIT-E019")
     assert (bad_json.exit_code, bad_json.code) == (2, "PLAIT-E019")
     assert "--result" in bad_json.data["error"]["message"]
     assert right.exit_code == 0
@@ -103,7 +105,12 @@ def test_send_and_cancel_are_accepted(cli: Cli, parked: str):
     done = cli("resume", "r1")
     assert done.exit_code == 1
     assert done.data["status"] == "canceled"
-    assert done.data["outcome"] == {"kind": "canceled", "by": "alice", "reason": "no longer needed"}
+    assert done.data["outcome"] == {
+        "kind": "canceled",
+        "detail": "canceled by alice: no longer needed",
+        "by": "alice",
+        "reason": "no longer needed",
+    }
     assert cli("show", "r1").exit_code == 1
 
 

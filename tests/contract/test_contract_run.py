@@ -67,7 +67,7 @@ def test_a_parked_run_exits_3_with_outcome_null_and_its_asks(cli: Cli):
     (ask,) = run["asks"]
     assert set(ask) >= ASK_KEYS
     assert ask["node"] == "approve" and ask["prompt"] == "Ship it?" and ask["approval"] is True
-    assert ask["tool_name"] is None
+    assert "tool_name" not in ask  # an ask node's ask names no tool
     assert ask["input"] == {"started": True}
     assert ask["expires_at"] == T0 // 1000 + 3600  # Unix seconds
 
@@ -77,8 +77,10 @@ def test_detach_queues_the_run_and_exits_3(cli: Cli):
 
     assert done.exit_code == 3
     assert done.data["status"] == "queued" and done.data["outcome"] is None
+    assert done.data["spent"] == dict.fromkeys(SPENT_KEYS, 0)  # every figure, nothing yet
     shown = cli("show", "r1")
     assert shown.exit_code == 3 and shown.data["status"] == "queued"
+    assert shown.data["spent"] == done.data["spent"]
 
 
 def test_resume_of_a_finished_run_reports_its_outcome_again(cli: Cli):

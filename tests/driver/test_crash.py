@@ -137,3 +137,24 @@ def test_on_dangling_fail_refuses_to_resume_with_e008(tmp_path):
     # Nothing was lost: the journal still verifies up to where it stopped.
     verified = json.loads(plait("verify", "d", "--db", db, "--json").stdout)
     assert verified["verified"] is True
+
+
+@pytest.mark.parametrize("crash_at", ["intent:1", "intent:3"])
+def test_the_e008_remedy_forks_the_run_onto_a_redelivering_file(tmp_path, crash_at):
+    """docs/errors.md: a run refused with E008 goes on as a fork under a file that
+    redelivers; from superstep 1 (no checkpoint yet) the fork starts from the input."""
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(FLOW.read_text() + "on_dangling: fail\n")
+    (tmp_path / "crashtools.py").write_text((FLOW.parent / "crashtools.py").read_text())
+    db = f"sqlite:///{tmp_path}/plait.db"
+    data = json.dumps({"count_file": str(tmp_path / "c.count")})
+    args = ["run", str(flow), "--db", db, "--run-id", "d", "--input", data, "--json"]
+    assert plait(*args, env={"PLAIT_CRASH_AT": crash_at}).returncode == -signal.SIGKILL
+    assert plait("resume", "d", "--db", db, "--json").returncode == 2  # E008
+
+    forked = plait("fork", "d", "--workflow", str(FLOW), "--db", db, "--json")
+
+    assert forked.returncode == 0, forked.stdout + forked.stderr
+    fork_id = json.loads(forked.stdout)["run_id"]
+    verified = json.loads(plait("verify", fork_id, "--db", db, "--json").stdout)
+    assert verified["verified"] is True

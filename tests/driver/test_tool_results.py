@@ -3,6 +3,7 @@ canonical size (what the storage budget charges) is measured once, when it is ch
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,32 @@ def test_a_tool_mutating_its_arguments_leaves_the_run_untouched(tmp_path: Path) 
     assert result.context["items"] == ["a"] and result.context["meta"] == {}
     assert result.context["lengths"] == [2, 1, 3]
     assert report.verified
+
+
+def test_a_tool_calling_sys_exit_fails_its_node_and_the_driver_carries_on(
+    tmp_path: Path,
+) -> None:
+    def quit_now() -> dict[str, Any]:
+        sys.exit(3)
+
+    def spawn() -> dict[str, Any]:  # two effects in one wave: the tools run on the pool
+        return {}
+
+    alone = Workflow.new("alone").node("quit", tool=quit_now)
+    pooled = (
+        Workflow.new("pooled")
+        .node("spawn", tool=spawn)
+        .node("quit", tool=quit_now)
+        .node("other", tool=spawn)
+        .edge("spawn", "quit")
+        .edge("spawn", "other")
+    )
+    with Runtime(f"sqlite:///{tmp_path / 'p.db'}", principal="t") as rt:
+        results = [rt.run_sync(alone, {}), rt.run_sync(pooled, {})]
+        shown = [rt.show(r.run_id).status for r in results]
+
+    for result in results:
+        assert result.status == "failed"
+        assert result.outcome is not None
+        assert "SystemExit: 3" in str(result.outcome)
+    assert shown == ["failed", "failed"]

@@ -18,7 +18,12 @@ def canceled(call, by: str, reason: str) -> dict:
     assert call.returncode == 1, call
     run = call.data
     assert run["status"] == "canceled"
-    assert run["outcome"] == {"kind": "canceled", "by": by, "reason": reason}
+    assert run["outcome"] == {
+        "kind": "canceled",
+        "detail": f"canceled by {by}: {reason}",
+        "by": by,
+        "reason": reason,
+    }
     return run
 
 
@@ -199,17 +204,28 @@ def test_cancel_of_a_queued_run_ends_it_canceled_and_nothing_runs(tmp_path):
         assert rt.verify("q", workflow=wf).verified
 
 
-def test_a_fork_of_a_run_never_checkpointed_is_e017_saying_so(tmp_path):
+def test_a_fork_of_a_run_never_checkpointed_starts_again_from_its_input(tmp_path):
     import asyncio
 
     from plait import PlaitError, Runtime
 
-    wf = counting_workflow([])
+    ran: list[int] = []
+    wf = counting_workflow(ran)
     with Runtime(f"sqlite:///{tmp_path}/p.db", principal=OWNER) as rt:
-        asyncio.run(rt.enqueue(wf, {}, run_id="q"))
+        asyncio.run(rt.enqueue(wf, {"n": 4}, run_id="q"))
+        base_before = rt.store.load_journal("q").items()
+        fork = rt.fork_sync("q", workflow=wf)
         with pytest.raises(PlaitError) as caught:
-            rt.fork_sync("q", workflow=wf)
-        assert caught.value.code == "E017" and "has no checkpoint yet" in str(caught.value)
+            rt.fork_sync("q", at=2, workflow=wf)
+        fork_report = rt.verify(fork.run_id, workflow=wf)
+        base_after = rt.store.load_journal("q").items()
+        base_status = rt.show("q").status
+
+    assert fork.status == "completed" and fork.context == {"n": 5}
+    assert ran == [4]
+    assert fork_report.verified
+    assert base_after == base_before and base_status == "queued"  # the base is untouched
+    assert caught.value.code == "E017" and "no checkpoint at superstep 2" in str(caught.value)
 
 
 @pytest.mark.parametrize("run_id", ["a~b", " ", "x" * 300, "tab\there"])

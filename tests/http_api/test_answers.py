@@ -124,7 +124,12 @@ def test_cancel_answers_as_the_cli_and_the_next_resume_finishes_canceled(api: Ap
     assert accepted.status_code == 200 and accepted.json() == {"run_id": "r1", "accepted": True}
     done = api.post("/runs/r1/resume").json()
     assert done["status"] == "canceled"
-    assert done["outcome"] == {"kind": "canceled", "by": "carol", "reason": "changed my mind"}
+    assert done["outcome"] == {
+        "kind": "canceled",
+        "detail": "canceled by carol: changed my mind",
+        "by": "carol",
+        "reason": "changed my mind",
+    }
 
 
 def test_send_journals_a_steering_message(api: Api):

@@ -71,7 +71,7 @@ def respond(
     out = Output(json_output)
     with out.reporting():
         if (result is None) == (deny is None):
-            raise PlaitError("E028", "respond: give exactly one of --result JSON or --deny REASON")
+            raise PlaitError("E019", "respond: give exactly one of --result JSON or --deny REASON")
         value = parse_input(result, "--result") if result is not None else None
         with runtime(db, principal) as rt:
             body = rt.respond(run_id, ask_id, value, deny=deny)

@@ -157,6 +157,9 @@ def _offered(s: StepContext, flow: AbstractFlow) -> list[str]:
 def _fail_bound(s: StepContext, key: str, flow: AbstractFlow) -> bool:
     bound = s.env.max_effects_per_attempt
     detail = f"the loop reached max_effects_per_attempt ({bound}) without a final answer"
+    last = s.turn_failures.get(key)
+    if last is not None:
+        detail += f"; its last turn failed with {last}"
     return _fail(s, key, flow, f"ExecutorError: {detail}")
 
 
@@ -257,6 +260,7 @@ def _on_turn(
             _schema_strike(s, fkey, flow, outcome.detail)  # the provider refused the shape
         elif retryable(outcome.cause, "llm"):
             flow.need = NEXT_TURN  # Timeout, ExecutorError: re-send the same transcript
+            s.turn_failures[fkey] = f"{outcome.cause}: {outcome.detail}"
         else:
             _fail(s, fkey, flow, f"{outcome.cause}: {outcome.detail}")
         return

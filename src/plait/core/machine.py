@@ -7,7 +7,7 @@ there is one way to journal an intent and one way to fail fast.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.env import Reducer, StepEnv
@@ -26,6 +26,9 @@ class StepContext:
     commands: list[Command]
     inputs: bool = False
     """A steering message arrived in this call (a parked run must checkpoint it)."""
+    turn_failures: dict[str, str] = field(default_factory=dict)
+    """The failed turn each LLM loop re-sends in this call, by flow key: named if the
+    loop then reaches its bound (a scripted model that ran out says so)."""
 
 
 def emit_effect(

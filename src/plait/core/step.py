@@ -386,7 +386,9 @@ def _park(s: StepContext, phase: OpenPhase) -> None:
     record.clock_close_ms = state.clock_ms
     _checkpoint(s, record)
     announced = [state.pending_asks[a] for a in fresh]
-    envelope = tuple(entry["ask"] for entry in announced if asks.announceable(entry))
+    envelope = tuple(
+        asks.announced(entry["ask"]) for entry in announced if asks.announceable(entry)
+    )
     if envelope:
         s.commands.append(EmitEnvelope(envelope))
 

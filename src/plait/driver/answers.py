@@ -16,9 +16,10 @@ from typing import Any
 
 import jsonschema
 
+from plait.core.asks import announced
 from plait.core.canonical import CanonicalJSONError, loads, require_json
 from plait.core.errors import PlaitError
-from plait.core.keys import JournalKey
+from plait.core.keys import JournalKey, child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, journal_bytes
 from plait.core.state import SchedulerState
 from plait.store.base import Store
@@ -32,16 +33,75 @@ def current_state(store: Store, run_id: str) -> SchedulerState | None:
     return SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
 
 
-def pending_asks(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """The asks a run waits on (timers excluded), each as announced in its envelope."""
-    state = current_state(store, run_id)
+def pending_asks(
+    store: Store,
+    run_id: str,
+    state: SchedulerState | None = None,
+    *,
+    children: bool = True,
+) -> list[dict[str, Any]]:
+    """The asks ``run_id`` waits on, each as announced, with its ``run_id``: its own (not
+    timers) and, with ``children``, those of the child runs it waits on (§3.9).
+
+    ``state`` is the run's latest checkpoint (read when not given). An ask whose answer is
+    journaled is not pending, though that checkpoint may still hold it: the run is parked
+    on its other asks and the next drive settles it (a park checkpoints only new asks).
+    """
+    if state is None:
+        state = current_state(store, run_id)
     if state is None or state.is_terminal():
         return []
-    return [
-        dict(entry["ask"], run_id=run_id)
-        for _, entry in sorted(state.pending_asks.items())
-        if "ask" in entry
-    ]
+    entries = [e for _, e in sorted(state.pending_asks.items()) if "ask" in e or "child" in e]
+    if not entries:
+        return []
+    settled = store.load_journal(run_id).results
+    asks: list[dict[str, Any]] = []
+    for entry in entries:
+        key = JournalKey.from_json(entry["key"])
+        if key in settled:
+            continue
+        if "ask" in entry:
+            asks.append(dict(announced(entry["ask"]), run_id=run_id))
+        elif children:  # the driver resumes the child this names (``child_run_id``)
+            child = child_run_id(key.run_id, key)
+            child_state = _child_state(store, child)
+            if child_state is not None:
+                asks.extend(pending_asks(store, child, child_state))
+    return asks
+
+
+def owner_of(
+    store: Store, run_id: str, ask_id: str, state: SchedulerState | None = None
+) -> str | None:
+    """The run that registered ``ask_id``, answered or not: ``run_id`` or a child run it
+    waits on, so a child's ask is answered through its parent (§3.9); None if none did."""
+    if state is None:
+        state = current_state(store, run_id)
+    if state is None or state.is_terminal():
+        return None
+    entry = state.pending_asks.get(ask_id)
+    if entry is not None and "ask" in entry:
+        return run_id
+    for _, entry in sorted(state.pending_asks.items()):
+        if "child" in entry:
+            key = JournalKey.from_json(entry["key"])
+            child = child_run_id(key.run_id, key)
+            child_state = _child_state(store, child)
+            found = None if child_state is None else owner_of(store, child, ask_id, child_state)
+            if found is not None:
+                return found
+    return None
+
+
+def _child_state(store: Store, child: str) -> SchedulerState | None:
+    """A child run's latest state; None before it has one, or when there is no such run
+    (a listing shows what exists rather than failing)."""
+    try:
+        return current_state(store, child)
+    except PlaitError as exc:
+        if exc.code == "E017":
+            return None
+        raise
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 This is the one place where exceptions become failure causes (ARCHITECTURE.md
 §3.3): ``TimeoutError`` or exceeding ``timeout_s`` is Timeout, any other
-exception ExecutorError (detail: exception type and message), a result that is
-not JSON is ExecutorError. For a subprocess tool the same holds of what the
-process did: overrunning ``timeout_s`` is Timeout; a non-zero exit (detail: the
-status and the last lines of stderr) or stdout that is not JSON is ExecutorError.
+exception ExecutorError (detail: exception type and message; ``sys.exit()`` in a
+Python tool too), a result that is not JSON is ExecutorError. For a subprocess tool
+the same holds of what the process did: overrunning ``timeout_s`` is Timeout; a
+non-zero exit (detail: the status and the last lines of stderr) or stdout that is
+not JSON is ExecutorError.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ async def call_python(
         if timeout_s is not None and not str(exc):
             return Failed("Timeout", f"tool did not finish within {timeout_s:g} s")
         return failure_from_exception(exc)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() fails, not the driver
         return failure_from_exception(exc)
     return as_json_result(value)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from plait.core.canonical import loads
-from plait.core.state import SchedulerState
+from plait.core.state import SchedulerState, Spent
+from plait.driver.answers import pending_asks
 from plait.driver.wave import RunResult
 from plait.governance import FlowRuntime, flow_from_dict
 from plait.governance import explain as explain_flow
@@ -25,15 +26,12 @@ def show(store: Store, run_id: str) -> RunResult:
         manifest = store.manifests(run_id)[0]
         value = manifest.get("input")
         context = value if isinstance(value, dict) else ({} if value is None else {"input": value})
-        return RunResult(run_id, info.status, None, context, {}, [])
+        # Nothing spent yet: every figure of ``spent`` is there, at zero (CONTRACT.md).
+        spent = {**Spent().to_json(), "elapsed_ms": 0}
+        return RunResult(run_id, info.status, None, context, spent, [])
     state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
-    # Each ask names its run, as ``run`` and ``asks`` print it.
-    asks = [
-        {"run_id": run_id, **entry["ask"]}
-        for _, entry in sorted(state.pending_asks.items())
-        if "ask" in entry
-    ]
-    result = RunResult.of(state, asks)
+    # Its own asks and its child runs', each naming its run, as ``run`` and ``asks`` list them.
+    result = RunResult.of(state, pending_asks(store, run_id, state))
     if result.status == "running" and info.status != "running":
         result.status = info.status  # e.g. interrupted: the row knows better than the state
     return result

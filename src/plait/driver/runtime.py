@@ -29,7 +29,7 @@ from plait.core.events import (
 from plait.core.keys import JournalKey, child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed
 from plait.core.state import SchedulerState
-from plait.driver.answers import Answer, pending_asks, respond, respond_all
+from plait.driver.answers import Answer, owner_of, pending_asks, respond, respond_all
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
 from plait.driver.dispatcher import ChildRunner, Dispatcher, dispatcher_for
@@ -315,12 +315,7 @@ class Runtime:
         tools: Dispatcher | None = None
         trace = run_trace(self.telemetry, run_id, workflow.name, resumed=resume_from is not False)
         try:
-            if manifest.get("engine_epoch") != ENGINE_EPOCH:
-                raise PlaitError(
-                    "E026",
-                    f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
-                    f" this plait replays epoch {ENGINE_EPOCH}",
-                )
+            _check_epoch(run_id, manifest)
             ttl = _lease_ttl()
             now = self.clock()
             if held is None:
@@ -596,9 +591,14 @@ class Runtime:
             base_workflow = with_catalogue(workflow, catalogue)
         journal = self.store.load_journal(run_id)
         metas = [m for m in journal.checkpoints if at is None or m.superstep == at]
+        if not metas and not journal.checkpoints and at in (None, 0):
+            # Nothing closed yet (say an effect of superstep 1 was left dangling): as a
+            # resume would (§5.4), the fork starts again from the run's input.
+            return await self._fork_from_input(
+                run_id, manifest, base_workflow, catalogue, budgets, new_run_id
+            )
         if not metas:
-            where = "yet" if at is None else f"at superstep {at}"
-            raise PlaitError("E017", f"run '{run_id}' has no checkpoint {where}")
+            raise PlaitError("E017", f"run '{run_id}' has no checkpoint at superstep {at}")
         meta = metas[0] if at is not None else metas[-1]
         seed = loads(self.store.read_checkpoint(run_id, meta.seq))
         fork_id = new_run_id or new_run_id_for_fork(run_id)
@@ -652,11 +652,44 @@ class Runtime:
             state=state,
         )
 
+    async def _fork_from_input(
+        self,
+        run_id: str,
+        manifest: dict[str, Any],
+        workflow: Workflow,
+        catalogue: Any,
+        budgets: dict[str, Any] | None,
+        new_run_id: str | None,
+    ) -> RunResult:
+        """A fork of a run that has no checkpoint: a new run from the same input."""
+        fork_id = new_run_id or new_run_id_for_fork(run_id)
+        now = self.clock()
+        fork_manifest = {
+            **manifest,
+            "run_id": fork_id,
+            "workflow": workflow.to_manifest(),
+            "source": str(workflow.source.resolve()) if workflow.source else None,
+            "fork_of": {"run_id": run_id, "seq": None, "superstep": 0},
+        }
+        fork_manifest.pop("mcp_catalogue", None)
+        if catalogue:
+            fork_manifest["mcp_catalogue"] = catalogue
+        if budgets:
+            fork_manifest["budgets_override"] = budgets
+        info = RunInfo(fork_id, workflow.name, "running", self.principal, None, now, now)
+        self.store.create_run(info, fork_manifest)
+        self.store.commit(
+            fork_id, None, [RecordWrite("fork", {"from_run": run_id, "from_seq": None})]
+        )
+        events: list[Event] = [ClockReading(now), Start(manifest.get("input"))]
+        return await self._drive(fork_id, workflow, events, fork_manifest)
+
     # --- reading ------------------------------------------------------------------
 
     def verify(self, run_id: str, *, workflow: Workflow | None = None) -> VerifyReport:
         """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
         manifest = self._manifest(run_id)
+        _check_epoch(run_id, manifest)  # another engine generation's journal replays differently
         # Verify starts from the ceilings pinned at start; raises apply where they were fed.
         budgets = _budgets_of(manifest, None)
         if workflow is None and "tool_schemas" in manifest:
@@ -735,13 +768,9 @@ class Runtime:
         by: str | None = None,
     ) -> dict[str, Any]:
         """Answer a pending ask (journaled only; ``resume`` drives the run on)."""
-        # A child's ask is answerable through its parent's run id (§3.9).
-        owner = run_id
-        if not any(a["ask_id"] == ask_id for a in pending_asks(self.store, run_id)):
-            for child in self._descendants(run_id):
-                if any(a["ask_id"] == ask_id for a in pending_asks(self.store, child)):
-                    owner = child
-                    break
+        # A child's ask is answerable through its parent's run id (§3.9). An answered ask
+        # still has its owner: answering it again is "already answered" (PLAIT-E011).
+        owner = owner_of(self.store, run_id, ask_id) or run_id
         accepted = respond(
             self.store,
             owner,
@@ -774,13 +803,10 @@ class Runtime:
         """What waits for a human: pending asks of one run (and its children), or of all."""
         if run_id is not None:
             self.store.get_run(run_id)
-            mine = pending_asks(self.store, run_id)
-            for child in self._descendants(run_id):
-                mine.extend(pending_asks(self.store, child))
-            return mine
+            return pending_asks(self.store, run_id)
         found: list[dict[str, Any]] = []
-        for info in self.store.list_runs("parked"):
-            found.extend(pending_asks(self.store, info.run_id))
+        for info in self.store.list_runs("parked"):  # a parked child is listed as itself
+            found.extend(pending_asks(self.store, info.run_id, children=False))
         return found
 
     def send(self, run_id: str, message: Any) -> None:
@@ -800,6 +826,16 @@ class Runtime:
 
     def fork_sync(self, run_id: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.fork(run_id, **kwargs))
+
+
+def _check_epoch(run_id: str, manifest: dict[str, Any]) -> None:
+    """PLAIT-E026 unless this plait replays the engine epoch the run was written by."""
+    if manifest.get("engine_epoch") != ENGINE_EPOCH:
+        raise PlaitError(
+            "E026",
+            f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
+            f" this plait replays epoch {ENGINE_EPOCH}",
+        )
 
 
 def _budgets_of(manifest: dict[str, Any], journal: Journal | None) -> Budgets:

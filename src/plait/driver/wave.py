@@ -113,6 +113,10 @@ def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:
         return None
     kind = outcome_kind(outcome)
     fields = {} if isinstance(outcome, str) else dict(next(iter(outcome.values())))
+    if kind == "canceled" and "detail" not in fields:
+        # CONTRACT.md's outcome says what happened in ``detail``; by and reason stay too.
+        reason = fields.get("reason")
+        fields["detail"] = f"canceled by {fields.get('by')}" + (f": {reason}" if reason else "")
     return {"kind": kind, **fields}
 
 

@@ -8,6 +8,7 @@ way; a file's problems also name their lines.
 - ``checks``: the table-driven shape checks every definition goes through.
 - ``manifest``: what a run pins, and the plan and executors read back from it.
 - ``loader``: a workflow file into a checked ``Workflow``, every problem with its line.
+- ``subgraphs``: the workflow files of subgraph nodes, judged with their parent (cycles refused).
 - ``chart``: a workflow (or the definition a run pinned) as a Mermaid flowchart.
 - ``documents``, ``yaml_reader``, ``json_reader``, ``located``: reading files into
   values that remember their lines.

@@ -25,6 +25,7 @@ from plait.tools.python import describe, input_schema, resolve_python
 from plait.workflow.checks import judge, node_kind
 from plait.workflow.documents import flow_file
 from plait.workflow.manifest import budgets_of, manifest_of, node_executor
+from plait.workflow.subgraphs import subgraph_issues
 
 _PLAN = "_judged_plan"
 """The instance attribute ``Workflow.plan`` remembers its plan in."""
@@ -279,9 +280,11 @@ class Workflow:
     # -- judging -----------------------------------------------------------
 
     def problems(self, *, require_model: bool = True) -> tuple[Problem, ...]:
-        """Everything wrong with this definition (empty when it can run)."""
+        """Everything wrong with this definition (empty when it can run), its subgraph
+        nodes' workflow files included."""
         issues, plan_issues, _ = judge(self, require_model)
-        return tuple(i.problem() for i in (*issues, *plan_issues))
+        children = subgraph_issues(self, require_model)
+        return tuple(i.problem() for i in (*issues, *children, *plan_issues))
 
     def plan(self) -> Plan:
         """The validated core plan; raises WorkflowError carrying every problem.
@@ -297,6 +300,7 @@ class Workflow:
         if known is not None:
             return known
         issues, plan_issues, plan = judge(self, require_model=True)
+        issues += subgraph_issues(self, require_model=True)  # a child file is read at run time
         if issues or plan_issues or plan is None:
             source = str(self.source) if self.source is not None else None
             raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], source)

@@ -5,9 +5,10 @@ mappings and lists that remember the line of every key and item; ``_Reader``
 turns them into definition objects, keeping whatever it cannot make sense of as
 it is written and noting problems of shape it meets on the way; the checks
 (``plait.workflow.checks``) then judge the definition, naming each problem by
-its place in the document, and the reader turns places into lines. Every
-problem of a file is reported at once, in one ``WorkflowError``, each rendered
-as ``FILE:LINE: PLAIT-Ennn message``.
+its place in the document, and the reader turns places into lines. The files of
+subgraph nodes are loaded the same way (``plait.workflow.subgraphs``), their problems
+reported at the node that includes them. Every problem of a file is reported at
+once, in one ``WorkflowError``, each rendered as ``FILE:LINE: PLAIT-Ennn message``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from plait.workflow.checks import (
 from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow, WorkflowError, tool_def
 from plait.workflow.documents import flow_file, parse_file
 from plait.workflow.located import Place, line_at, plain, show
+from plait.workflow.subgraphs import Trail, subgraph_issues
 
 
 def load_workflow(
@@ -66,8 +68,18 @@ def load_with_warnings(
     return _load(path, model_override, require_model, warn=True)
 
 
+def load_child(path: Path, trail: Trail) -> Workflow:
+    """Load a subgraph node's file as part of the judging ``trail`` (its parent's), so its
+    own children are judged too, each file once, and a file including itself is refused."""
+    return _load(path, None, trail.require_model, warn=False, trail=trail)[0]
+
+
 def _load(
-    path: str | os.PathLike[str], model_override: str | None, require_model: bool, warn: bool
+    path: str | os.PathLike[str],
+    model_override: str | None,
+    require_model: bool,
+    warn: bool,
+    trail: Trail | None = None,
 ) -> tuple[Workflow, list[Problem]]:
     source = Path(path)
     doc, found = parse_file(source)
@@ -82,6 +94,8 @@ def _load(
         judged, plan_judged, _ = judge(wf, require_model)
         issues += [reader.locate(i, model_override) for i in judged]
         plan_issues = [reader.locate(i, model_override) for i in plan_judged]
+        children = subgraph_issues(wf, require_model, trail)
+        issues += [reader.locate(i, model_override) for i in children]
     warnings = (
         [reader.locate(i, model_override).problem() for i in flow_warnings(wf)]
         if warn and wf is not None

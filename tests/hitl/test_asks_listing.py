@@ -1,0 +1,206 @@
+"""Where pending asks are listed: `asks`, `show`, `run`/`resume`, the HTTP API (§8, §3.9).
+
+An ask is pending from the park that announces it until its answer is journaled: an
+answered ask is listed nowhere, whether or not the run was driven since (a run parked on
+its other asks writes no new checkpoint). A parent parked on a child run lists the
+child's asks wherever it lists its own. Fields that do not apply are omitted
+(CONTRACT.md): ``tool_name`` for an ask node's ask, ``expires_at`` without
+``asks.ttl_s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from hitl.support import T0, Plait
+from plait.server import create_app
+
+TOKEN = "listing-token"
+
+FANOUT = """\
+# start fans out to two asks; finish joins them.
+name: fanout
+nodes:
+  - {id: start, tool: start}
+  - {id: q1, ask: {prompt: First?}}
+  - {id: q2, ask: {prompt: Second?}}
+  - {id: finish, tool: finish}
+edges:
+  - {from: start, to: q1}
+  - {from: start, to: q2}
+  - {from: q1, to: finish}
+  - {from: q2, to: finish}
+tools:
+  start: {python: "hitl_tools:start"}
+  finish: {python: "hitl_tools:finish"}
+"""
+
+PARENT = """\
+# start -> archive (a child run that parks on an ask) -> finish.
+name: parent
+nodes:
+  - {id: start, tool: start}
+  - {id: archive, workflow: child.yaml}
+  - {id: finish, tool: finish}
+edges:
+  - {from: start, to: archive}
+  - {from: archive, to: finish}
+tools:
+  start: {python: "hitl_tools:start"}
+  finish: {python: "hitl_tools:finish"}
+"""
+
+CHILD = """\
+name: child
+nodes:
+  - {id: question, ask: {prompt: Archive where?}}
+"""
+
+
+@pytest.fixture
+def flows(plait: Plait) -> Plait:
+    for name, text in (("fanout", FANOUT), ("parent", PARENT), ("child", CHILD)):
+        (plait.folder / f"{name}.yaml").write_text(text)
+    return plait
+
+
+@pytest.fixture
+def http(plait: Plait, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    """The HTTP API on the same SQLite file (it only reads here)."""
+    for name in ("PLAIT_DB", "PLAIT_NOW_MS", "PLAIT_SERVE_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    app = create_app(TOKEN, db=plait.db, poll_s=0.0)
+    with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        yield client
+
+
+def listed(plait: Plait, run_id: str) -> dict[str, list[str]]:
+    """The nodes of the asks each listing shows for ``run_id``."""
+    return {
+        "asks": [a["node"] for a in plait("asks", run_id).data["asks"]],
+        "show": [a["node"] for a in plait("show", run_id).data["asks"]],
+        "asks (every run)": [a["node"] for a in plait("asks").data["asks"]],
+    }
+
+
+def by_node(asks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {a["node"]: a for a in asks}
+
+
+def test_an_answered_ask_is_no_longer_listed_before_or_after_a_resume(flows: Plait):
+    parked = flows.run("fanout", "f")
+    assert parked.returncode == 3, parked
+    asks = by_node(parked.data["asks"])
+    assert sorted(asks) == ["q1", "q2"]
+
+    assert flows("respond", "f", asks["q1"]["ask_id"], "--result", '{"x": 1}').returncode == 0
+
+    assert listed(flows, "f") == {"asks": ["q2"], "show": ["q2"], "asks (every run)": ["q2"]}
+    still = flows("resume", "f")  # q1 settles; the join still waits for q2
+    assert still.returncode == 3, still
+    assert [a["node"] for a in still.data["asks"]] == ["q2"]
+    assert listed(flows, "f") == {"asks": ["q2"], "show": ["q2"], "asks (every run)": ["q2"]}
+    again = flows("respond", "f", asks["q1"]["ask_id"], "--result", '{"x": 2}')
+    assert (again.returncode, again.code) == (2, "PLAIT-E011")
+    assert "already answered" in again.data["error"]["message"]
+
+    assert flows("respond", "f", asks["q2"]["ask_id"], "--result", '{"y": 2}').returncode == 0
+    done = flows("resume", "f")
+    assert done.returncode == 0, done
+    assert done.data["asks"] == [] and done.data["context"]["x"] == 1
+    assert listed(flows, "f") == {"asks": [], "show": [], "asks (every run)": []}
+    assert flows.verify("f")["up_to"] == "terminal"
+
+
+def test_an_answered_tool_call_ask_of_one_turn_is_no_longer_listed(plait: Plait):
+    calls = [
+        {"name": "pay", "arguments": {"amount": 1}},
+        {"name": "pay", "arguments": {"amount": 2}},
+    ]
+    plait.scripted([{"text": "", "tool_calls": calls}, {"text": '{"done": true}'}])
+    parked = plait.run("payments", "pay")
+    assert parked.returncode == 3, parked
+    first, second = sorted(parked.data["asks"], key=lambda a: a["input"]["amount"])
+
+    assert plait("approve", "pay", first["ask_id"], principal="bob").returncode == 0
+
+    for resumed in (False, True):
+        if resumed:
+            run = plait("resume", "pay")
+            assert run.returncode == 3, run
+            assert [a["ask_id"] for a in run.data["asks"]] == [second["ask_id"]]
+        for verb in ("asks", "show"):
+            found = plait(verb, "pay").data["asks"]
+            assert [a["ask_id"] for a in found] == [second["ask_id"]], (verb, resumed)
+
+
+def test_show_of_a_parent_parked_on_a_child_lists_the_childs_ask(flows: Plait):
+    parked = flows.run("parent", "p")
+    assert parked.returncode == 3, parked
+    (ask,) = parked.data["asks"]
+    assert ask["node"] == "question" and ask["run_id"].startswith("p~")
+
+    shown = flows("show", "p")
+    assert shown.returncode == 3
+    assert shown.data["asks"] == parked.data["asks"] == flows("asks", "p").data["asks"]
+    # Every parked run's asks: the child's ask once, under the child's run id.
+    assert flows("asks").data["asks"] == [ask]
+
+    answered = flows("respond", "p", ask["ask_id"], "--result", '{"where": "shelf"}')
+    assert answered.returncode == 0 and answered.data["run_id"] == ask["run_id"]
+    assert listed(flows, "p") == {"asks": [], "show": [], "asks (every run)": []}
+    again = flows("respond", "p", ask["ask_id"], "--result", '{"where": "bin"}')
+    assert (again.returncode, again.code) == (2, "PLAIT-E011")
+    assert "already answered" in again.data["error"]["message"]
+
+    done = flows("resume", "p")
+    assert done.returncode == 0, done
+    assert done.data["asks"] == [] and done.data["context"]["where"] == "shelf"
+
+
+def test_fields_that_do_not_apply_are_omitted_and_expires_at_is_unix_seconds(plait: Plait):
+    plait.scripted([{"text": "", "tool_calls": [{"name": "pay", "arguments": {"amount": 3}}]}])
+    runs = {"approval": "a", "account": "t", "payments": "p"}
+    started = {name: plait.run(name, run_id) for name, run_id in runs.items()}
+
+    for name, run_id in runs.items():
+        assert started[name].returncode == 3, started[name]
+        listings = [
+            started[name].data["asks"],
+            plait("show", run_id).data["asks"],
+            plait("asks", run_id).data["asks"],
+            [a for a in plait("asks").data["asks"] if a["run_id"] == run_id],
+        ]
+        envelopes = [r.body["asks"] for r in plait.records(run_id, "envelope")]
+        for asks in [*listings, *envelopes]:
+            (ask,) = asks
+            assert None not in ask.values(), (name, ask)
+            if name == "payments":
+                assert ask["tool_name"] == "pay"
+            else:
+                assert "tool_name" not in ask
+            if name == "account":  # asks: {ttl_s: 60}
+                assert ask["expires_at"] == T0 // 1000 + 60
+                assert isinstance(ask["expires_at"], int)
+            else:
+                assert "expires_at" not in ask
+
+
+def test_the_http_api_lists_asks_as_the_cli_does(flows: Plait, http: TestClient):
+    asks = by_node(flows.run("fanout", "f").data["asks"])
+    flows.run("parent", "p")
+    flows("respond", "f", asks["q1"]["ask_id"], "--result", "{}")
+
+    assert http.get("/runs/f/asks").json() == flows("asks", "f").data
+    assert http.get("/runs/p/asks").json() == flows("asks", "p").data
+    assert http.get("/asks").json() == flows("asks").data
+    for run_id in ("f", "p"):
+        assert http.get(f"/runs/{run_id}").json() == flows("show", run_id).data
+    shown = http.get("/runs/f").json()["asks"]
+    assert [a["node"] for a in shown] == ["q2"]
+    assert set(shown[0]) == {"ask_id", "node", "prompt", "input", "approval", "run_id"}
+    assert [a["node"] for a in http.get("/runs/p").json()["asks"]] == ["question"]
