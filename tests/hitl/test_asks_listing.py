@@ -162,6 +162,28 @@ def test_show_of_a_parent_parked_on_a_child_lists_the_childs_ask(flows: Plait):
     assert done.data["asks"] == [] and done.data["context"]["where"] == "shelf"
 
 
+def test_a_fork_of_a_parent_parked_on_a_child_gets_a_child_of_its_own(flows: Plait):
+    """§5.6: the base run is never touched, also not through the child it waits on."""
+    base = flows.run("parent", "p")
+    (base_ask,) = base.data["asks"]
+
+    fork = flows("fork", "p")
+
+    assert fork.returncode == 3, fork
+    fork_id = fork.data["run_id"]
+    (fork_ask,) = fork.data["asks"]
+    assert fork_ask["run_id"].startswith(fork_id + "~")  # not the base's child
+    assert flows("asks", "p").data["asks"] == [base_ask]
+    answered = flows("respond", fork_id, fork_ask["ask_id"], "--result", '{"where": "bin"}')
+    assert answered.returncode == 0 and answered.data["run_id"] == fork_ask["run_id"]
+    done = flows("resume", fork_id)
+    assert done.returncode == 0, done
+    assert done.data["context"]["where"] == "bin"
+    assert flows("asks", "p").data["asks"] == [base_ask]  # still waiting, unanswered
+    assert flows("show", base_ask["run_id"]).data["status"] == "parked"
+    assert flows.verify(fork_id)["up_to"] == "terminal"
+
+
 def test_fields_that_do_not_apply_are_omitted_and_expires_at_is_unix_seconds(plait: Plait):
     plait.scripted([{"text": "", "tool_calls": [{"name": "pay", "arguments": {"amount": 3}}]}])
     runs = {"approval": "a", "account": "t", "payments": "p"}

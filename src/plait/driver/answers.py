@@ -63,7 +63,7 @@ def pending_asks(
         if "ask" in entry:
             asks.append(dict(announced(entry["ask"]), run_id=run_id))
         elif children:  # the driver resumes the child this names (``child_run_id``)
-            child = child_run_id(key.run_id, key)
+            child = child_run_id(run_id, key)  # a fork's own child
             child_state = _child_state(store, child)
             if child_state is not None:
                 asks.extend(pending_asks(store, child, child_state))
@@ -85,7 +85,7 @@ def owner_of(
     for _, entry in sorted(state.pending_asks.items()):
         if "child" in entry:
             key = JournalKey.from_json(entry["key"])
-            child = child_run_id(key.run_id, key)
+            child = child_run_id(run_id, key)  # a fork's own child
             child_state = _child_state(store, child)
             found = None if child_state is None else owner_of(store, child, ask_id, child_state)
             if found is not None:

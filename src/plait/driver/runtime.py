@@ -353,7 +353,7 @@ class Runtime:
                 lease_ttl_ms=ttl,
             )
             llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
-            children = self._child_runner(workflow)
+            children = self._child_runner(run_id, workflow)
             tools = dispatcher_for(workflow, llm_keys, children, self.model)
             execute = trace.driving(state, tools, journal.redelivered)
             results = dict(existing.results) if existing else {}
@@ -459,7 +459,7 @@ class Runtime:
                 times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
             if "child" in entry and wake_of is not None:
                 key = JournalKey.from_json(entry["key"])
-                child = wake_of(child_run_id(key.run_id, key))
+                child = wake_of(child_run_id(state.run_id, key))
                 if child is not None:
                     times.append(int(child))
         return min(times, default=None)
@@ -505,18 +505,23 @@ class Runtime:
         prefix = run_id + "~"
         return sorted(i.run_id for i in self.store.list_runs() if i.run_id.startswith(prefix))
 
-    def _child_runner(self, workflow: Workflow) -> ChildRunner:
+    def _child_runner(self, run_id: str, workflow: Workflow) -> ChildRunner:
+        """Runs the child workflows of ``run_id``, the run being driven. A child's id is
+        derived from that run's id, not from the key's: a fork inherits the keys of the
+        children its base waited on, and gets children of its own (§5.6: the base run is
+        never touched)."""
+
         async def run_child(key: JournalKey, path: str, value: Any) -> EffectOutcome | None:
             from plait.workflow import load_workflow
 
-            child_id = child_run_id(key.run_id, key)
+            child_id = child_run_id(run_id, key)
             if self._exists(child_id):
                 result = await self.resume(child_id)
             else:
                 if value is None:  # settling a child never started (the parent died first)
-                    value = self._intent_input(key)
+                    value = self._intent_input(key)  # or a fork's, from its base's journal
                 child = load_workflow(workflow.base_dir / path)
-                result = await self.start(child, value, run_id=child_id, parent=key.run_id)
+                result = await self.start(child, value, run_id=child_id, parent=run_id)
             if result.status == "completed":
                 return Completed(result.context)
             if result.status in ("parked", "running"):
