@@ -266,6 +266,22 @@ def test_second_intent_for_a_key_is_refused_and_the_whole_batch_is_absent(store:
     assert store.load_journal("r1").records[0].seq == 2  # the refused batch used no seq
 
 
+def test_settled_names_the_keys_that_have_a_result(store: Store) -> None:
+    new_run(store)
+    new_run(store, "r2")
+    done, pending, elsewhere = key(node="done"), key(node="pending"), key("r2", node="done")
+    store.commit("r1", None, [intent(done), intent(pending), result(done)])
+    store.commit("r2", None, [intent(elsewhere), result(elsewhere)])
+    many = [key(node=f"n{n:04d}") for n in range(1200)]  # more than one statement takes
+
+    assert store.settled("r1", [done, pending]) == {done}
+    assert store.settled("r1", []) == set()
+    assert store.settled("r1", [key(node="done", kind="llm")]) == set()  # another effect
+    assert store.settled("r2", [done, pending]) == set()  # keys name their run
+    assert store.settled("r1", [*many, done]) == {done}
+    assert store.settled("nope", [done]) == set()
+
+
 def test_second_result_for_a_key_is_refused(store: Store) -> None:
     new_run(store)
     k = key()

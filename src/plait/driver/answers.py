@@ -54,10 +54,10 @@ def pending_asks(
     entries = [e for _, e in sorted(state.pending_asks.items()) if "ask" in e or "child" in e]
     if not entries:
         return []
-    settled = store.load_journal(run_id).results
+    keys = [JournalKey.from_json(entry["key"]) for entry in entries]
+    settled = store.settled(run_id, keys)
     asks: list[dict[str, Any]] = []
-    for entry in entries:
-        key = JournalKey.from_json(entry["key"])
+    for entry, key in zip(entries, keys, strict=True):
         if key in settled:
             continue
         if "ask" in entry:
@@ -178,7 +178,8 @@ def _journal(
     store.get_run(run_id)  # E017
     manifest = store.manifests(run_id)[0]
     state = current_state(store, run_id)
-    answered = store.load_journal(run_id).results
+    pending = [] if state is None else list(state.pending_asks.values())
+    answered = store.settled(run_id, [JournalKey.from_json(e["key"]) for e in pending])
     writes: list[Write] = []
     for answer in answers:
         ask_id = answer.ask_id

@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
+from plait.core.keys import JournalKey
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 
 
@@ -72,6 +73,11 @@ class Store(Protocol):
 
     def load_journal(self, run_id: str) -> Journal:
         """Every intent, result, record and checkpoint meta of the run; PLAIT-E017."""
+        ...
+
+    def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
+        """Which of ``keys`` have a journaled result (an answered ask, a finished child):
+        looked up by key, without reading the journal. An unknown run has none."""
         ...
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:

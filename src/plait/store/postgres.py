@@ -60,6 +60,7 @@ from psycopg.conninfo import conninfo_to_dict
 from plait.core.canonical import JSON, dumpb, dumps, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
+from plait.core.keys import JournalKey
 from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
@@ -70,6 +71,7 @@ from plait.store.rows import (
     RUN_COLUMNS,
     Row,
     add_row,
+    key_text,
     run_from_row,
     run_row,
     write_row,
@@ -587,6 +589,18 @@ class PostgresStore:
             except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
                 raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
         return journal
+
+    def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
+        by_text = {key_text(key): key for key in keys}
+        if not by_text:
+            return set()
+        with self._connection(f"reading the results of run '{run_id}'") as conn:
+            rows = conn.execute(
+                "SELECT journal_key FROM journal WHERE run_id = %s AND item = 'result'"
+                " AND journal_key IS NOT NULL AND journal_key = ANY(%s)",
+                (run_id, sorted(by_text)),
+            ).fetchall()
+        return {by_text[row[0]] for row in rows}
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
         with self._connection(f"reading the records of run '{run_id}'") as conn:

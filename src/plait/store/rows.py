@@ -60,11 +60,11 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
     ``status``: (status, outcome text, updated_ms); ``manifest``: (payload,).
     """
     if isinstance(write, IntentWrite):
-        return ("intent", _key_text(write.key), write.executor, None, write.superstep,
+        return ("intent", key_text(write.key), write.executor, None, write.superstep,
                 write.clock_ms, write.idempotency_key, None, None, None,
                 encode(write.input, write.input_cut))  # fmt: skip
     if isinstance(write, ResultWrite):
-        return ("result", _key_text(write.key), None, None, None, write.clock_ms, None,
+        return ("result", key_text(write.key), None, None, None, write.clock_ms, None,
                 write.journal_bytes, None, None,
                 encode(write.outcome, write.outcome_cut))  # fmt: skip
     if isinstance(write, CheckpointWrite):
@@ -107,6 +107,7 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
 
 
 @lru_cache(maxsize=4096)
-def _key_text(key: JournalKey) -> str:
-    """A key's column text; remembered, as an intent and its result write the same key."""
+def key_text(key: JournalKey) -> str:
+    """A key's ``journal_key`` column text; remembered, as an intent and its result write
+    the same key."""
     return dumps(key.to_json())

@@ -26,6 +26,7 @@ from urllib.parse import quote
 from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
+from plait.core.keys import JournalKey
 from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
@@ -35,6 +36,7 @@ from plait.store.rows import (
     RUN_COLUMNS,
     Row,
     add_row,
+    key_text,
     run_from_row,
     run_row,
     write_row,
@@ -50,6 +52,8 @@ _KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is for
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _ROW_COLUMNS = ("run_id", "seq", *JOURNAL_COLUMNS)
 _INSERT_COLUMNS = ", ".join(_ROW_COLUMNS)
+_KEYS_PER_QUERY = 500
+"""Keys looked up per statement (SQLite caps the parameters of one)."""
 _ROWS_PER_INSERT = 32
 """Rows per INSERT statement: a wave of many effects takes several."""
 _INSERT_SHAPES = 256
@@ -386,6 +390,22 @@ class SqliteStore:
             except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
                 raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
         return journal
+
+    def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
+        by_text = {key_text(key): key for key in keys}
+        texts = sorted(by_text)
+        found: set[JournalKey] = set()
+        with self._lock, self._read() as conn:
+            for start in range(0, len(texts), _KEYS_PER_QUERY):
+                chunk = texts[start : start + _KEYS_PER_QUERY]
+                marks = ", ".join("?" for _ in chunk)
+                rows = conn.execute(
+                    "SELECT journal_key FROM journal WHERE run_id = ? AND item = 'result'"
+                    f" AND journal_key IS NOT NULL AND journal_key IN ({marks})",
+                    (run_id, *chunk),
+                ).fetchall()
+                found.update(by_text[row[0]] for row in rows)
+        return found
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
         """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
