@@ -212,6 +212,20 @@ def test_fields_that_do_not_apply_are_omitted_and_expires_at_is_unix_seconds(pla
                 assert "expires_at" not in ask
 
 
+def test_an_expired_ask_is_no_longer_listed(plait: Plait):
+    plait.run("account", "t")  # asks: {ttl_s: 60}
+    before, after = T0 + 60_000, T0 + 61_000  # expires_at is a second: it passes after it
+
+    for verb in ("asks", "show"):
+        assert [a["node"] for a in plait(verb, "t", now=before).data["asks"]] == ["account"]
+        assert plait(verb, "t", now=after).data["asks"] == []
+    assert plait("asks", now=after).data["asks"] == []
+    (ask,) = plait("asks", "t", now=before).data["asks"]
+    late = plait("respond", "t", ask["ask_id"], "--result", "{}", now=after)
+    assert (late.returncode, late.code) == (2, "PLAIT-E011")
+    assert "expired" in late.data["error"]["message"]
+
+
 def test_the_http_api_lists_asks_as_the_cli_does(flows: Plait, http: TestClient):
     asks = by_node(flows.run("fanout", "f").data["asks"])
     flows.run("parent", "p")

@@ -39,6 +39,7 @@ def pending_asks(
     state: SchedulerState | None = None,
     *,
     children: bool = True,
+    now_ms: int | None = None,
 ) -> list[dict[str, Any]]:
     """The asks ``run_id`` waits on, each as announced, with its ``run_id``: its own (not
     timers) and, with ``children``, those of the child runs it waits on (§3.9).
@@ -46,6 +47,8 @@ def pending_asks(
     ``state`` is the run's latest checkpoint (read when not given). An ask whose answer is
     journaled is not pending, though that checkpoint may still hold it: the run is parked
     on its other asks and the next drive settles it (a park checkpoints only new asks).
+    Nor, given the clock (``now_ms``), is an ask that has expired: it can no longer be
+    answered (PLAIT-E011), and the next drive fails it with Timeout.
     """
     if state is None:
         state = current_state(store, run_id)
@@ -61,13 +64,20 @@ def pending_asks(
         if key in settled:
             continue
         if "ask" in entry:
-            asks.append(dict(announced(entry["ask"]), run_id=run_id))
+            if now_ms is None or not expired(entry["ask"], now_ms):
+                asks.append(dict(announced(entry["ask"]), run_id=run_id))
         elif children:  # the driver resumes the child this names (``child_run_id``)
             child = child_run_id(run_id, key)  # a fork's own child
             child_state = _child_state(store, child)
             if child_state is not None:
-                asks.extend(pending_asks(store, child, child_state))
+                asks.extend(pending_asks(store, child, child_state, now_ms=now_ms))
     return asks
+
+
+def expired(ask: dict[str, Any], now_ms: int) -> bool:
+    """Whether an ask's ``expires_at`` (Unix seconds) has passed at ``now_ms``."""
+    expires_at = ask.get("expires_at")
+    return expires_at is not None and now_ms // 1000 > expires_at
 
 
 def owner_of(
@@ -194,9 +204,8 @@ def _journal(
         if key in answered:
             raise refuse(ask_id, "E011", f"ask '{ask_id}' was already answered")
         ask = entry["ask"]
-        expires_at = ask.get("expires_at")
-        if expires_at is not None and now_ms // 1000 > expires_at:
-            raise refuse(ask_id, "E011", f"ask '{ask_id}' expired at {expires_at}")
+        if expired(ask, now_ms):
+            raise refuse(ask_id, "E011", f"ask '{ask_id}' expired at {ask['expires_at']}")
         outcome = _outcome(run_id, ask, by, manifest, answer, refuse)
         writes.append(ResultWrite(key, outcome.to_json(), now_ms, journal_bytes(outcome)))
         writes.append(RecordWrite("answer", {"ask_id": ask_id, "by": by}))

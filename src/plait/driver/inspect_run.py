@@ -18,8 +18,9 @@ from plait.store.base import Store
 from plait.store.records import Journal
 
 
-def show(store: Store, run_id: str) -> RunResult:
-    """The run as of its latest checkpoint (a queued run shows its input context)."""
+def show(store: Store, run_id: str, now_ms: int | None = None) -> RunResult:
+    """The run as of its latest checkpoint (a queued run shows its input context); with
+    the clock, asks that expired are no longer listed (see ``pending_asks``)."""
     info = store.get_run(run_id)
     meta = store.latest_checkpoint(run_id)
     if meta is None:
@@ -31,7 +32,7 @@ def show(store: Store, run_id: str) -> RunResult:
         return RunResult(run_id, info.status, None, context, spent, [])
     state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
     # Its own asks and its child runs', each naming its run, as ``run`` and ``asks`` list them.
-    result = RunResult.of(state, pending_asks(store, run_id, state))
+    result = RunResult.of(state, pending_asks(store, run_id, state, now_ms=now_ms))
     if result.status == "running" and info.status != "running":
         result.status = info.status  # e.g. interrupted: the row knows better than the state
     return result

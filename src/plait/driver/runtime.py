@@ -707,7 +707,7 @@ class Runtime:
         return verify_run(self.store, run_id, make_env(workflow, budgets))
 
     def show(self, run_id: str) -> RunResult:
-        return show(self.store, run_id)
+        return show(self.store, run_id, now_ms=self.clock())
 
     def trace(self, run_id: str) -> list[dict[str, Any]]:
         return trace(self.store, run_id)
@@ -808,10 +808,11 @@ class Runtime:
         """What waits for a human: pending asks of one run (and its children), or of all."""
         if run_id is not None:
             self.store.get_run(run_id)
-            return pending_asks(self.store, run_id)
+            return pending_asks(self.store, run_id, now_ms=self.clock())
         found: list[dict[str, Any]] = []
+        now = self.clock()
         for info in self.store.list_runs("parked"):  # a parked child is listed as itself
-            found.extend(pending_asks(self.store, info.run_id, children=False))
+            found.extend(pending_asks(self.store, info.run_id, children=False, now_ms=now))
         return found
 
     def send(self, run_id: str, message: Any) -> None:
