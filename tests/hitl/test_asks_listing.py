@@ -10,6 +10,7 @@ child's asks wherever it lists its own. Fields that do not apply are omitted
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -224,6 +225,21 @@ def test_an_expired_ask_is_no_longer_listed(plait: Plait):
     late = plait("respond", "t", ask["ask_id"], "--result", "{}", now=after)
     assert (late.returncode, late.code) == (2, "PLAIT-E011")
     assert "expired" in late.data["error"]["message"]
+
+
+def test_a_run_driven_on_after_its_park_shows_running_not_parked(plait: Plait):
+    """Approved, then resumed: the approved call runs and the driver dies before its
+    result is journaled. The last checkpoint is still the park; the run is not parked."""
+    plait.scripted([{"text": "", "tool_calls": [{"name": "pay", "arguments": {"amount": 1}}]}])
+    (ask,) = plait.run("payments", "pay").data["asks"]
+    assert plait("approve", "pay", ask["ask_id"], principal="bob").returncode == 0
+
+    crashed = plait("resume", "pay", env={"PLAIT_CRASH_AT": "result:1"})
+
+    assert crashed.returncode == -signal.SIGKILL, crashed
+    shown = plait("show", "pay")
+    assert (shown.returncode, shown.data["status"], shown.data["asks"]) == (3, "running", [])
+    assert [r["status"] for r in plait("runs").data["runs"]] == ["running"]
 
 
 def test_the_http_api_lists_asks_as_the_cli_does(flows: Plait, http: TestClient):

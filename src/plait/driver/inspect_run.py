@@ -35,6 +35,10 @@ def show(store: Store, run_id: str, now_ms: int | None = None) -> RunResult:
     result = RunResult.of(state, pending_asks(store, run_id, state, now_ms=now_ms))
     if result.status == "running" and info.status != "running":
         result.status = info.status  # e.g. interrupted: the row knows better than the state
+    elif result.status == "parked" and info.status == "running":
+        # Driven on since it parked (an answer came), not checkpointed again yet, or the
+        # driver died on the way: the row knows it left the park.
+        result.status = "running"
     return result
 
 
