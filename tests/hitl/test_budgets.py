@@ -230,3 +230,58 @@ def test_wall_ms_charges_the_active_time_after_an_unpark(tmp_path: Path):
         assert done.status == "completed"
         assert done.spent["elapsed_ms"] == HOUR + 1100
         assert done.spent["wall_ms"] == 1100  # prep 100 + the approved call 1000
+
+
+CHILD_TICKS = """\
+name: ticking-child
+nodes:
+  - {id: one, tool: tick}
+  - {id: two, tool: tick}
+edges: [{from: one, to: two}]
+tools:
+  tick: {python: "wall_ticks:tick"}
+"""
+
+PARENT_TICKS = """\
+name: ticking-parent
+nodes:
+  - {id: first, tool: tick}
+  - {id: child, workflow: child.yaml}
+  - {id: last, tool: tick}
+edges: [{from: first, to: child}, {from: child, to: last}]
+tools:
+  tick: {python: "wall_ticks:tick"}
+"""
+
+
+def test_a_child_that_runs_to_its_end_in_the_wave_is_the_parents_wall_time(tmp_path: Path):
+    """The parent does not park on a child that finishes inside the wave: the child's
+    active time is the parent's wall time, and counts against its max_wall_s (§7)."""
+    now = tmp_path / "now_ms"
+    now.write_text(str(T0))
+    (tmp_path / "wall_ticks.py").write_text(
+        "from pathlib import Path\n"
+        "NOW = Path(__file__).parent / 'now_ms'\n"
+        "def tick() -> dict:\n"
+        "    NOW.write_text(str(int(NOW.read_text()) + 1000))  # each call takes a second\n"
+        "    return {}\n"
+    )
+    (tmp_path / "child.yaml").write_text(CHILD_TICKS)
+    (tmp_path / "parent.yaml").write_text(PARENT_TICKS)
+    (tmp_path / "tight.yaml").write_text(PARENT_TICKS + "budgets: {max_wall_s: 2.5}\n")
+    from plait.workflow import load_workflow
+
+    def clock() -> int:
+        return int(now.read_text())
+
+    with Runtime(f"sqlite:///{tmp_path}/w.db", clock=clock, principal="alice") as rt:
+        done = rt.run_sync(load_workflow(tmp_path / "parent.yaml"), {}, run_id="free")
+        tight = rt.run_sync(load_workflow(tmp_path / "tight.yaml"), {}, run_id="tight")
+        verified = [rt.verify(run_id).verified for run_id in ("free", "tight")]
+
+    assert done.status == "completed"
+    assert (done.spent["wall_ms"], done.spent["elapsed_ms"]) == (4000, 4000)
+    assert tight.status == "budget_exhausted"  # 3 s of wall time before `last` would open
+    assert tight.outcome == {"BudgetExhausted": {"axis": "wall_ms"}}
+    assert tight.spent["wall_ms"] == 3000 and tight.spent["supersteps"] == 2
+    assert verified == [True, True]

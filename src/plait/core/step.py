@@ -163,6 +163,11 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         return
     if s.env.executors[node].kind == "subgraph":
         state.pending_asks.pop(call_id(key), None)  # the child finished within the wave
+        if state.paused_at is not None:
+            # No park after all: the child ran to its end inside the wave, on the parent's
+            # active time (a child that parks is waited for, as elapsed time only).
+            state.wall_open = state.paused_at
+            state.paused_at = None
     if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
         return  # a straggler must never flip a settled node
     if isinstance(outcome, Completed):
