@@ -78,6 +78,26 @@ def test_claim_work_takes_exactly_the_runs_a_worker_should_drive(store: Any) -> 
     assert store.claim_work(B, 12 * TTL, TTL) == [("queued", 2)]  # oldest first
 
 
+def test_a_run_whose_driver_died_on_this_host_is_claimed_at_once(store: Any) -> None:
+    """§5.7: a claimant on the holder's host takes over as soon as that process is gone,
+    not when its lease lapses; a live holder, or one on another host, keeps the run."""
+    dead_driver, live_driver = LeaseOwner("host-a", 10, 10), LeaseOwner("host-a", 11, 11)
+    add_run(store, "orphan", "running", 1)
+    add_run(store, "driven", "running", 2)
+    add_run(store, "elsewhere", "running", 3)
+    add_run(store, "queued", "queued", 4)
+    for run_id, holder in (("orphan", dead_driver), ("driven", live_driver), ("elsewhere", B)):
+        store.acquire_lease(run_id, holder, 0, 10 * TTL, lambda owner: True)
+
+    def alive(owner: LeaseOwner) -> bool:
+        return owner != dead_driver
+
+    assert store.claim_work(A, TTL, TTL, limit=10) == [("queued", 1)]  # leases still live
+    assert store.claim_work(A, TTL, TTL, limit=10, owner_alive=alive) == [("orphan", 2)]
+    assert store.get_run("orphan").status == "running"
+    assert store.claim_work(A, TTL, TTL, limit=10, owner_alive=alive) == []  # A holds it now
+
+
 def test_set_wake_keeps_the_earlier_time_unless_replaced(store: Any) -> None:
     add_run(store, "r", "parked", 1)
     assert store.wake_of("r") is None

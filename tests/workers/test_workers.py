@@ -1,7 +1,8 @@
 """Workers on PostgreSQL (ARCHITECTURE.md §11, §5.7): real `plait worker` processes.
 
 Several workers share hundreds of queued runs; a worker is killed mid-wave and another
-takes its lease over after expiry; a worker whose lease was taken is fenced out; SIGTERM
+on the same host takes its lease over at once; a worker whose lease was taken (after
+expiry) is fenced out; SIGTERM
 lets the run in flight finish; NOTIFY wakes an idle worker; `plait run --detach` queues.
 The tools count their own executions in a side file, keyed by idempotency key.
 """
@@ -107,7 +108,7 @@ def kill_mid_wave(postgres_url: str, tmp_path: Path, run_id: str) -> tuple[Path,
     return count_file, env
 
 
-def test_kill_9_mid_wave_another_worker_takes_over_after_expiry(
+def test_kill_9_mid_wave_a_worker_on_the_same_host_takes_over_at_once(
     postgres_url: str, tmp_path: Path
 ) -> None:
     count_file, env = kill_mid_wave(postgres_url, tmp_path, "k1")
@@ -118,23 +119,16 @@ def test_kill_9_mid_wave_another_worker_takes_over_after_expiry(
     victim.send_signal(signal.SIGKILL)
     assert victim.wait() == -signal.SIGKILL
     assert statuses(postgres_url) == {"k1": "running"}
-    # Before the lease expires (T0 + 1 s) nobody takes the run.
-    early = plait(
-        "worker",
-        "--once",
-        "--db",
-        postgres_url,
-        "--json",
-        env={"PLAIT_NOW_MS": str(T0 + 500), "PLAIT_LEASE_TTL_MS": "1000"},
-    )
-    assert early.returncode == 0 and json.loads(early.stdout)["driven"] == 0, early.stdout
+    # The lease runs until T0 + 1 s, but its holder is gone and this is its host (§5.7):
+    # the next worker here takes the run over at once (on another host: once it lapses,
+    # see test_claims.py).
     late = plait(
         "worker",
         "--once",
         "--db",
         postgres_url,
         "--json",
-        env={"PLAIT_NOW_MS": str(T0 + 2000), "PLAIT_LEASE_TTL_MS": "1000"},
+        env={"PLAIT_NOW_MS": str(T0 + 500), "PLAIT_LEASE_TTL_MS": "1000"},
     )
     assert late.returncode == 0, late.stdout + late.stderr
     report = json.loads(late.stdout)

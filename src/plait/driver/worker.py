@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plait.core.errors import PlaitError
-from plait.driver.owner import this_process
+from plait.driver.owner import owner_alive, this_process
 from plait.driver.runtime import Runtime, _lease_ttl
 from plait.store.records import LeaseOwner
 
@@ -86,6 +86,7 @@ class WorkStore(Protocol):
         ttl_ms: int,
         limit: int = 1,
         exclude: Any = (),
+        owner_alive: Callable[[LeaseOwner], bool] = ...,
     ) -> list[tuple[str, int]]: ...
 
     def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None: ...
@@ -247,7 +248,12 @@ class Worker:
         claims = [
             _Claim(run_id, token)
             for run_id, token in self.store.claim_work(
-                self.owner, self.runtime.clock(), self.ttl_ms, free, exclude=self._excluded()
+                self.owner,
+                self.runtime.clock(),
+                self.ttl_ms,
+                free,
+                exclude=self._excluded(),
+                owner_alive=owner_alive,  # a dead driver's run on this host: taken at once
             )
         ]
         for claim in claims:

@@ -198,6 +198,15 @@ _CLAIM_WORK = (
     "      OR r.wake_ms <= %(now)s)"
     " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
 )
+# Running top-level runs whose unexpired lease a process on the claimant's host holds: a
+# claimant that can tell that process is gone (ARCHITECTURE.md §5.7) takes them at once,
+# as ``plait resume`` does, instead of waiting for the lease to lapse.
+_CLAIM_ORPHANS = (
+    "SELECT r.run_id FROM runs r JOIN leases l ON l.run_id = r.run_id"
+    " WHERE r.status = 'running' AND r.parent_run_id IS NULL"
+    " AND r.run_id <> ALL(%(exclude)s) AND l.host = %(host)s AND l.expires_ms > %(now)s"
+    " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
+)
 # A claimed run's wake time is consumed; a queued or parked one is running from now on (a
 # worker that dies while driving it leaves a running run whose lease lapses, which the
 # next claim takes over). A budget-exhausted run keeps its status: its drive sets it.
@@ -239,6 +248,12 @@ _COMMIT_UNKNOWN = (
 
 _NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a node
 _ROOT_NAME = re.compile(r'"([0-9a-f]{64})"')
+
+
+def _never_dead(owner: LeaseOwner) -> bool:
+    """A claim that cannot tell whether a holder's process is gone takes only free,
+    released or expired leases."""
+    return True
 
 
 class PostgresStore:
@@ -447,6 +462,7 @@ class PostgresStore:
         ttl_ms: int,
         limit: int = 1,
         exclude: Sequence[str] = (),
+        owner_alive: Callable[[LeaseOwner], bool] = _never_dead,
     ) -> list[tuple[str, int]]:
         """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
 
@@ -454,30 +470,42 @@ class PostgresStore:
         free, released or expired qualifies when it is ``queued``; ``running`` with a
         lease row (its driver died or gave up: a run being started has none yet); or
         ``parked``/``budget_exhausted`` with ``wake_ms <= now_ms`` (an answer, an expiry,
-        a due timer, a cancel or a budget raise). Oldest first, skipping rows another
-        transaction holds (``FOR UPDATE SKIP LOCKED``); the leases are taken and the wake
-        times cleared (queued and parked runs marked running) in the same transaction.
-        ``exclude``: run ids not to claim.
+        a due timer, a cancel or a budget raise). So does a ``running`` one whose lease a
+        process on the claimant's host holds that ``owner_alive`` finds gone. Oldest
+        first, skipping rows another transaction holds (``FOR UPDATE SKIP LOCKED``); the
+        leases are taken and the wake times cleared (queued and parked runs marked
+        running) in the same transaction. ``exclude``: run ids not to claim.
         """
         if limit < 1:
             return []
         claimed: list[tuple[str, int]] = []
-        params = {"now": now_ms, "limit": limit, "exclude": list(exclude)}
         with self._connection("claiming runs") as conn, conn.transaction():
-            run_ids = [row[0] for row in conn.execute(_CLAIM_WORK, params).fetchall()]
-            for run_id in run_ids:
-                row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
-                if row is None:
-                    continue
-                try:  # re-read under the lock: the lease may have been taken meanwhile
-                    token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, _never_dead)
-                except PlaitError:
-                    continue
-                conn.execute(
-                    _UPSERT_LEASE,
-                    (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-                )
-                claimed.append((run_id, token))
+            queries: list[tuple[str, Callable[[LeaseOwner], bool]]] = [(_CLAIM_WORK, _never_dead)]
+            if owner_alive is not _never_dead:
+                queries.append((_CLAIM_ORPHANS, owner_alive))
+            for sql, alive in queries:
+                if len(claimed) == limit:
+                    break
+                params = {
+                    "now": now_ms,
+                    "limit": limit - len(claimed),
+                    "exclude": [*exclude, *(run_id for run_id, _ in claimed)],
+                    "host": owner.host,
+                }
+                run_ids = [row[0] for row in conn.execute(sql, params).fetchall()]
+                for run_id in run_ids:
+                    row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
+                    if row is None:
+                        continue
+                    try:  # re-read under the lock: the lease may have been taken meanwhile
+                        token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, alive)
+                    except PlaitError:
+                        continue  # a live holder keeps it
+                    conn.execute(
+                        _UPSERT_LEASE,
+                        (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
+                    )
+                    claimed.append((run_id, token))
             if claimed:
                 conn.execute(_CLAIMED, (now_ms, [run_id for run_id, _ in claimed]))
         return claimed
@@ -1047,11 +1075,6 @@ def _gc_selection(roots: Sequence[str], tree: Sequence[Sequence[Any]]) -> list[s
 def _configure(conn: Connection) -> None:
     """Every connection commits durably, whatever the server's or role's default."""
     conn.execute("SET synchronous_commit = on")
-
-
-def _never_dead(owner: LeaseOwner) -> bool:
-    """A claimant cannot see other processes: only free or expired leases are claimed."""
-    return True
 
 
 def _lease_row(values: Sequence[Any]) -> LeaseRow | None:

@@ -88,6 +88,14 @@ _CLAIM_WORK = (
     "      OR r.wake_ms <= :now)"
     " ORDER BY r.created_ms, r.rowid"
 )
+# Running top-level runs whose unexpired lease a process on the claimant's host holds:
+# taken over at once if that process is gone (see PostgresStore's _CLAIM_ORPHANS).
+_CLAIM_ORPHANS = (
+    "SELECT r.run_id FROM runs r JOIN leases l ON l.run_id = r.run_id"
+    " WHERE r.status = 'running' AND r.parent_run_id IS NULL"
+    " AND l.host = :host AND l.expires_ms > :now"
+    " ORDER BY r.created_ms, r.rowid"
+)
 # A claimed run's wake time is consumed; a queued or parked one is running from now on
 # (see PostgresStore's _CLAIMED).
 _CLAIMED = (
@@ -112,6 +120,12 @@ _GC_TREE = (
     " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
+
+
+def _never_dead(owner: LeaseOwner) -> bool:
+    """A claim that cannot tell whether a holder's process is gone takes only free,
+    released or expired leases."""
+    return True
 
 
 class SqliteStore:
@@ -263,36 +277,45 @@ class SqliteStore:
         ttl_ms: int,
         limit: int = 1,
         exclude: Sequence[str] = (),
+        owner_alive: Callable[[LeaseOwner], bool] = _never_dead,
     ) -> list[tuple[str, int]]:
         """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
 
         The same rule as ``PostgresStore.claim_work`` (queued; running with a dead or
-        released lease; parked or budget-exhausted with ``wake_ms <= now_ms``; top-level
-        runs only, oldest first), in one ``BEGIN IMMEDIATE`` transaction: processes
-        sharing the file never claim a run twice, they take turns.
+        released lease, or one held on this host by a process ``owner_alive`` finds gone;
+        parked or budget-exhausted with ``wake_ms <= now_ms``; top-level runs only, oldest
+        first), in one ``BEGIN IMMEDIATE`` transaction: processes sharing the file never
+        claim a run twice, they take turns.
         """
         if limit < 1:
             return []
         skip = set(exclude)
         claimed: list[tuple[str, int]] = []
         with self._lock, self._write() as conn:
-            for (run_id,) in conn.execute(_CLAIM_WORK, {"now": now_ms}).fetchall():
-                if len(claimed) == limit:
-                    break
-                if run_id in skip:
-                    continue
-                try:
-                    token = may_take_over(
-                        run_id, _lease_row(conn, run_id), owner, now_ms, _never_dead
+            queries: list[tuple[str, dict[str, Any], Callable[[LeaseOwner], bool]]] = [
+                (_CLAIM_WORK, {"now": now_ms}, _never_dead)
+            ]
+            if owner_alive is not _never_dead:
+                queries.append((_CLAIM_ORPHANS, {"now": now_ms, "host": owner.host}, owner_alive))
+            for sql, params, alive in queries:
+                for (run_id,) in conn.execute(sql, params).fetchall():
+                    if len(claimed) == limit:
+                        return claimed
+                    if run_id in skip:
+                        continue
+                    try:
+                        token = may_take_over(
+                            run_id, _lease_row(conn, run_id), owner, now_ms, alive
+                        )
+                    except PlaitError:
+                        continue  # a live holder keeps it
+                    conn.execute(
+                        _UPSERT_LEASE,
+                        (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
                     )
-                except PlaitError:
-                    continue
-                conn.execute(
-                    _UPSERT_LEASE,
-                    (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-                )
-                conn.execute(_CLAIMED, (now_ms, run_id))
-                claimed.append((run_id, token))
+                    conn.execute(_CLAIMED, (now_ms, run_id))
+                    claimed.append((run_id, token))
+                    skip.add(run_id)
         return claimed
 
     def set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
@@ -650,11 +673,6 @@ def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any
             if hit is not None:
                 return tuple(op)
     return tuple(rows[0][2:])
-
-
-def _never_dead(owner: LeaseOwner) -> bool:
-    """A worker's claim takes only free or expired leases, like PostgreSQL's."""
-    return True
 
 
 def _check_token(conn: sqlite3.Connection, run_id: str, token: int) -> None:
