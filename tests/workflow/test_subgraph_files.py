@@ -130,6 +130,19 @@ def test_a_child_with_a_problem_refuses_its_parent_naming_node_and_file(cli: Cli
     assert "has no edge with max_cycles" in str(problem["message"])
 
 
+def test_a_child_without_a_model_is_told_to_set_its_own(cli: Cli):
+    write(cli.folder, "parent.yaml", PARENT)
+    write(cli.folder, "bad.yaml", "name: bad\nnodes:\n  - {id: think, instruction: Think.}\n")
+
+    (problem,) = refused(cli, "parent.yaml")
+    with_model = cli("run", "parent.yaml", "--model", "scripted:answers.json")
+
+    assert problem["code"] == "PLAIT-E006"
+    assert str(problem["message"]).endswith("set llm.model in that file")
+    assert "--model" not in str(problem["message"])  # it names the parent's model only
+    assert (with_model.exit_code, with_model.code) == (2, "PLAIT-E006")
+
+
 def test_check_prints_a_childs_problem_on_the_parents_line(cli: Cli):
     write(cli.folder, "parent.yaml", PARENT)
     write(cli.folder, "bad.yaml", "name: bad\nnodes:\n  - {id: x, tool: nope}\n")

@@ -234,6 +234,10 @@ def _set_fields(obj: Any, rules: Mapping[str, Rule]) -> dict[str, Any]:
     return {key: getattr(obj, key) for key in rules if getattr(obj, key) is not None}
 
 
+NO_MODEL = "abstract (LLM) node without a model: set llm.model"
+"""PLAIT-E006's message; the top file adds that ``--model`` would do (a child file's not)."""
+
+
 def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], Plan | None]:
     """(definition issues, plan issues, the plan when both are empty).
 
@@ -259,8 +263,7 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
     for i, node in enumerate(wf.nodes):
         _judge_node(j, wf, i, node)
         if node.kind == "abstract" and require_model and not model:
-            message = "abstract (LLM) node without a model: set llm.model or pass --model"
-            j.add("E006", f"node '{node.id}': {message}", ("nodes", i))
+            j.add("E006", f"node '{node.id}': {NO_MODEL} or pass --model", ("nodes", i))
     for i, node in enumerate(wf.nodes):
         errors, _ = _flow_findings(wf, i, node)
         j.issues += errors

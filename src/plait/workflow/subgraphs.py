@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from plait.core.errors import PlaitError, Problem
-from plait.workflow.checks import Issue
+from plait.workflow.checks import NO_MODEL, Issue
 
 if TYPE_CHECKING:
     from plait.workflow.definition import NodeDef, Workflow
@@ -79,9 +79,15 @@ def _child(wf: Workflow, i: int, node: NodeDef, trail: Trail) -> list[Issue]:
         trail.judged[full] = _child_problems(path, trail)
     inside = f"{where}: workflow file '{node.workflow}'"
     return [
-        Issue(p.code, f"{inside}{_line(p)}: {p.message}", place, node=node_id)
+        Issue(p.code, f"{inside}{_line(p)}: {_for_a_child(p.message)}", place, node=node_id)
         for p in trail.judged[full]
     ]
+
+
+def _for_a_child(message: str) -> str:
+    """A child's problem as its parent reports it: ``--model`` names the top file's model
+    only, so a child file without one is told to set its own."""
+    return message.replace(f"{NO_MODEL} or pass --model", f"{NO_MODEL} in that file")
 
 
 def _child_problems(path: Path, trail: Trail) -> list[Problem]:
