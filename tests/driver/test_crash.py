@@ -122,15 +122,21 @@ def test_kill_9_mid_wave_then_resume_completes_with_one_redelivery(tmp_path, uni
     assert sum(e["redeliveries"] for e in entries) == 1
 
 
-def test_on_dangling_fail_refuses_to_resume_with_e008(tmp_path):
+def crashed_failing_on_dangling(tmp_path: Path, crash_at: str) -> str:
+    """Run ``d`` under ``on_dangling: fail``, killed at ``crash_at``; returns the db URL."""
     flow = tmp_path / "flow.yaml"
     flow.write_text(FLOW.read_text() + "on_dangling: fail\n")
     (tmp_path / "crashtools.py").write_text((FLOW.parent / "crashtools.py").read_text())
     db = f"sqlite:///{tmp_path}/plait.db"
     data = json.dumps({"count_file": str(tmp_path / "c.count")})
     args = ["run", str(flow), "--db", db, "--run-id", "d", "--input", data, "--json"]
-    crashed = plait(*args, env={"PLAIT_CRASH_AT": "intent:3"})
+    crashed = plait(*args, env={"PLAIT_CRASH_AT": crash_at})
     assert crashed.returncode == -signal.SIGKILL
+    return db
+
+
+def test_on_dangling_fail_refuses_to_resume_with_e008(tmp_path):
+    db = crashed_failing_on_dangling(tmp_path, "intent:3")
     resumed = plait("resume", "d", "--db", db, "--json")
     assert resumed.returncode == 2
     assert json.loads(resumed.stdout)["error"]["code"] == "PLAIT-E008"
@@ -143,13 +149,7 @@ def test_on_dangling_fail_refuses_to_resume_with_e008(tmp_path):
 def test_the_e008_remedy_forks_the_run_onto_a_redelivering_file(tmp_path, crash_at):
     """docs/errors.md: a run refused with E008 goes on as a fork under a file that
     redelivers; from superstep 1 (no checkpoint yet) the fork starts from the input."""
-    flow = tmp_path / "flow.yaml"
-    flow.write_text(FLOW.read_text() + "on_dangling: fail\n")
-    (tmp_path / "crashtools.py").write_text((FLOW.parent / "crashtools.py").read_text())
-    db = f"sqlite:///{tmp_path}/plait.db"
-    data = json.dumps({"count_file": str(tmp_path / "c.count")})
-    args = ["run", str(flow), "--db", db, "--run-id", "d", "--input", data, "--json"]
-    assert plait(*args, env={"PLAIT_CRASH_AT": crash_at}).returncode == -signal.SIGKILL
+    db = crashed_failing_on_dangling(tmp_path, crash_at)
     assert plait("resume", "d", "--db", db, "--json").returncode == 2  # E008
 
     forked = plait("fork", "d", "--workflow", str(FLOW), "--db", db, "--json")

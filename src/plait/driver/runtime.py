@@ -622,18 +622,10 @@ class Runtime:
             state.phase = "Idle"  # a fork continues; re-running the finish is its own decision
         state.exhausted = None
         now = self.clock()
-        fork_manifest = {
-            **manifest,
-            "run_id": fork_id,
-            "workflow": base_workflow.to_manifest(),
-            "source": str(base_workflow.source.resolve()) if base_workflow.source else None,
-            "fork_of": {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep},
-        }
-        fork_manifest.pop("mcp_catalogue", None)
-        if catalogue:
-            fork_manifest["mcp_catalogue"] = catalogue
-        if budgets:
-            fork_manifest["budgets_override"] = budgets
+        fork_of = {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep}
+        fork_manifest = _fork_manifest(
+            manifest, fork_id, base_workflow, catalogue, budgets, fork_of
+        )
         info = RunInfo(fork_id, base_workflow.name, "running", self.principal, None, now, now)
         self.store.create_run(info, fork_manifest)
         data = dumpb({"scheduler": state.to_json(), "decisions": seed["decisions"]})
@@ -669,18 +661,8 @@ class Runtime:
         """A fork of a run that has no checkpoint: a new run from the same input."""
         fork_id = new_run_id or new_run_id_for_fork(run_id)
         now = self.clock()
-        fork_manifest = {
-            **manifest,
-            "run_id": fork_id,
-            "workflow": workflow.to_manifest(),
-            "source": str(workflow.source.resolve()) if workflow.source else None,
-            "fork_of": {"run_id": run_id, "seq": None, "superstep": 0},
-        }
-        fork_manifest.pop("mcp_catalogue", None)
-        if catalogue:
-            fork_manifest["mcp_catalogue"] = catalogue
-        if budgets:
-            fork_manifest["budgets_override"] = budgets
+        fork_of = {"run_id": run_id, "seq": None, "superstep": 0}
+        fork_manifest = _fork_manifest(manifest, fork_id, workflow, catalogue, budgets, fork_of)
         info = RunInfo(fork_id, workflow.name, "running", self.principal, None, now, now)
         self.store.create_run(info, fork_manifest)
         self.store.commit(
@@ -832,6 +814,31 @@ class Runtime:
 
     def fork_sync(self, run_id: str, **kwargs: Any) -> RunResult:
         return asyncio.run(self.fork(run_id, **kwargs))
+
+
+def _fork_manifest(
+    manifest: dict[str, Any],
+    fork_id: str,
+    workflow: Workflow,
+    catalogue: Any,
+    budgets: dict[str, Any] | None,
+    fork_of: dict[str, Any],
+) -> dict[str, Any]:
+    """The base run's manifest as the fork pins it: its id, definition, MCP catalogue,
+    raised ceilings and where it came from."""
+    pinned = {
+        **manifest,
+        "run_id": fork_id,
+        "workflow": workflow.to_manifest(),
+        "source": str(workflow.source.resolve()) if workflow.source else None,
+        "fork_of": fork_of,
+    }
+    pinned.pop("mcp_catalogue", None)
+    if catalogue:
+        pinned["mcp_catalogue"] = catalogue
+    if budgets:
+        pinned["budgets_override"] = budgets
+    return pinned
 
 
 def _check_epoch(run_id: str, manifest: dict[str, Any]) -> None:

@@ -439,18 +439,9 @@ class PostgresStore:
                 for row in conn.execute(_CLAIMABLE, (list(statuses), now_ms, limit)).fetchall()
             ]
             for run_id in run_ids:
-                row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
-                if row is None:
-                    continue
-                try:  # re-read under the lock: the lease may have been renewed meanwhile
-                    token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, _never_dead)
-                except PlaitError:
-                    continue
-                conn.execute(
-                    _UPSERT_LEASE,
-                    (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-                )
-                claimed.append((run_id, token))
+                token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, _never_dead)
+                if token is not None:
+                    claimed.append((run_id, token))
         return claimed
 
     # --- workers: claiming, waking, notifications, retention (ARCHITECTURE.md §11) ---
@@ -494,18 +485,9 @@ class PostgresStore:
                 }
                 run_ids = [row[0] for row in conn.execute(sql, params).fetchall()]
                 for run_id in run_ids:
-                    row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
-                    if row is None:
-                        continue
-                    try:  # re-read under the lock: the lease may have been taken meanwhile
-                        token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, alive)
-                    except PlaitError:
-                        continue  # a live holder keeps it
-                    conn.execute(
-                        _UPSERT_LEASE,
-                        (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-                    )
-                    claimed.append((run_id, token))
+                    token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, alive)
+                    if token is not None:
+                        claimed.append((run_id, token))
             if claimed:
                 conn.execute(_CLAIMED, (now_ms, [run_id for run_id, _ in claimed]))
         return claimed
@@ -1075,6 +1057,29 @@ def _gc_selection(roots: Sequence[str], tree: Sequence[Sequence[Any]]) -> list[s
 def _configure(conn: Connection) -> None:
     """Every connection commits durably, whatever the server's or role's default."""
     conn.execute("SET synchronous_commit = on")
+
+
+def _take_lease(
+    conn: Connection,
+    run_id: str,
+    owner: LeaseOwner,
+    now_ms: int,
+    ttl_ms: int,
+    owner_alive: Callable[[LeaseOwner], bool],
+) -> int | None:
+    """Take the run's lease for a claim: its new token, or None when the run is gone or a
+    live holder keeps it (re-read under a row lock: it may have been taken meanwhile)."""
+    row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
+    if row is None:
+        return None
+    try:
+        token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, owner_alive)
+    except PlaitError:
+        return None
+    conn.execute(
+        _UPSERT_LEASE, (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms)
+    )
+    return token
 
 
 def _lease_row(values: Sequence[Any]) -> LeaseRow | None:
