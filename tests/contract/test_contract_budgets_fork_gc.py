@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contract.support import HOUR, T0, Cli
@@ -93,6 +95,40 @@ def test_fork_at_a_superstep_with_a_budget_and_the_base_is_untouched(cli: Cli):
     assert fork.data["run_id"].startswith("base-fork-")
     assert fork.data["context"] == {"i": 10, "finished": True}
     assert cli("show", "base").data == base
+
+
+THREE_TURNS = """\
+name: three-turns
+nodes:
+  - {id: one, instruction: First.}
+  - {id: two, instruction: Second.}
+  - {id: three, instruction: Third.}
+edges:
+  - {from: one, to: two}
+  - {from: two, to: three}
+llm: {model: "scripted:three_turns.json", max_tokens: 100}
+budgets: {max_tokens: 150}
+"""
+
+
+def test_a_fork_goes_on_with_the_scripted_responses_its_history_has_not_used(cli: Cli):
+    """CONTRACT.md: the n-th LLM effect of the run gets the n-th response. A fork's run
+    holds its base's turns up to the fork point (and its base's base's), so it continues
+    the script where its history left it."""
+    usage = {"usage": {"input_tokens": 100, "output_tokens": 10}}  # 110 tokens a turn
+    answers = [{"text": json.dumps({key: n}), **usage} for n, key in enumerate("abc", 1)]
+    (cli.folder / "three_turns.json").write_text(json.dumps(answers))
+    (cli.folder / "three_turns.yaml").write_text(THREE_TURNS)
+    base = cli.run("three_turns.yaml", "base")
+    assert (base.data["status"], base.data["context"]) == ("budget_exhausted", {"a": 1})
+
+    first = cli("fork", "base", "--budget", "tokens=250")
+    second = cli("fork", first.data["run_id"], "--budget", "tokens=400000")
+
+    assert (first.data["status"], first.data["context"]) == ("budget_exhausted", {"a": 1, "b": 2})
+    assert second.exit_code == 0, second
+    assert second.data["context"] == {"a": 1, "b": 2, "c": 3}
+    assert cli("verify", "--all").data["failed"] == 0
 
 
 def test_fork_onto_another_workflow_file(cli: Cli):

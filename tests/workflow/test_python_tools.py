@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -130,3 +131,28 @@ def test_resolve_python_refuses_malformed_specs(tmp_path, spec):
 
     assert caught.value.code == "E004"
     assert str(caught.value).startswith(f"PLAIT-E004 tool 't': cannot import '{spec}': expected")
+
+
+def test_each_folder_gets_its_own_module_of_a_shared_name(tmp_path):
+    """Two workflows' tools.py in one process (subgraph files, plait serve, plait worker):
+    each resolves in its own file; the first imported keeps the name in sys.modules."""
+    name = f"plait_tools_{uuid.uuid4().hex}"  # the "tools" of this test only
+    for folder, (fn, value) in {"a": ("only_in_a", 1), "b": ("only_in_b", 2)}.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{name}.py").write_text(
+            f"STATE = []\ndef {fn}() -> dict:\n    STATE.append(1)\n    return {{'v': {value}}}\n"
+            f"def shared() -> dict:\n    return {{'from': {folder!r}}}\n"
+        )
+
+    in_a = resolve_python(f"{name}:only_in_a", tmp_path / "a")
+    in_b = resolve_python(f"{name}:only_in_b", tmp_path / "b")
+    shared_a = resolve_python(f"{name}:shared", tmp_path / "a")
+    shared_b = resolve_python(f"{name}:shared", tmp_path / "b")
+
+    assert (in_a(), in_b()) == ({"v": 1}, {"v": 2})
+    assert (shared_a(), shared_b()) == ({"from": "a"}, {"from": "b"})
+    assert sys.modules[name].__file__ == str((tmp_path / "a" / f"{name}.py").resolve())
+    assert resolve_python(f"{name}:only_in_b", tmp_path / "b") is in_b  # imported once
+    with pytest.raises(PlaitError) as caught:
+        resolve_python(f"{name}:only_in_b", tmp_path / "a")
+    assert "has no attribute 'only_in_b'" in str(caught.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,29 @@ def test_a_built_workflow_with_a_bad_child_is_refused_before_a_run_is_written(
             assert "node 'c': workflow file" in caught.value.detail
         assert rt.store.list_runs() == []
     assert bad.problems()[0].code == "E002"
+
+
+def test_a_child_in_its_own_folder_uses_its_own_tools_module_of_the_same_name(cli: Cli):
+    name = f"tools_{uuid.uuid4().hex[:8]}"  # each folder has a "tools" module of this name
+    write(cli.folder, f"{name}.py", "def ping() -> dict:\n    return {'pinged': True}\n")
+    write(cli.folder, f"child/{name}.py", "def work() -> dict:\n    return {'worked': True}\n")
+    write(
+        cli.folder,
+        "child/child.yaml",
+        f"name: child\ntools:\n  work: {{python: '{name}:work'}}\n"
+        "nodes:\n  - {id: w, tool: work}\n",
+    )
+    write(
+        cli.folder,
+        "parent.yaml",
+        f"name: parent\ntools:\n  ping: {{python: '{name}:ping'}}\n"
+        "nodes:\n  - {id: a, tool: ping}\n  - {id: c, workflow: child/child.yaml}\n"
+        "edges:\n  - {from: a, to: c}\n",
+    )
+
+    checked = cli.raw("check", "parent.yaml", "--json")
+    ran = cli("run", "parent.yaml", "--run-id", "r1")
+
+    assert checked.exit_code == 0, checked
+    assert ran.exit_code == 0, ran
+    assert ran.data["context"] == {"pinged": True, "worked": True}

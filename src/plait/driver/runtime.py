@@ -352,7 +352,8 @@ class Runtime:
                 resume_from=resume_from,
                 lease_ttl_ms=ttl,
             )
-            llm_keys = [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
+            llm_keys = self._forked_llm_keys(manifest)
+            llm_keys += [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
             children = self._child_runner(run_id, workflow)
             tools = dispatcher_for(workflow, llm_keys, children, self.model)
             execute = trace.driving(state, tools, journal.redelivered)
@@ -498,6 +499,19 @@ class Runtime:
             return events
 
         return poll
+
+    def _forked_llm_keys(self, manifest: dict[str, Any]) -> list[JournalKey]:
+        """The LLM effects a fork's history holds before its fork point, oldest first: the
+        base run's up to the checkpoint forked from (and its own base's). A scripted
+        model's n-th response goes on from there, as the run's own turns would."""
+        fork_of = manifest.get("fork_of")
+        if not isinstance(fork_of, dict) or fork_of.get("seq") is None:
+            return []
+        base = str(fork_of["run_id"])
+        inherited = self._forked_llm_keys(self._manifest(base))
+        journal = self.store.load_journal(base)
+        seq = int(fork_of["seq"])
+        return inherited + [i.key for i in journal.intents if i.key.kind == "llm" and i.seq < seq]
 
     # --- subgraphs (§3.9) ---------------------------------------------------------
 

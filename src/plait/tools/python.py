@@ -7,8 +7,10 @@ annotated ``dict`` (or named ``context``) receives the whole context; a
 signature with pydantic, so a parameter typed as a model receives the model.
 Signatures are read once per function. Nothing here ever calls the tool.
 
-Imports follow Python's rules: a module already imported under the same name
-(from another folder) is reused, as ``import`` would.
+A module is the file it was imported from: a workflow's ``tools.py`` is its folder's,
+even when a process (a parent and its subgraph files, ``plait serve``, ``plait worker``)
+has already imported another folder's ``tools.py``. That one keeps its name in
+``sys.modules``; this folder's is imported again on its own, and remembered by its path.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import importlib
 import inspect
 import re
 import sys
+import threading
 import typing
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pydantic
@@ -68,6 +72,53 @@ def _first_on_path(folder: Path) -> Iterator[None]:
             sys.path.remove(entry)
 
 
+_IMPORTING = threading.RLock()
+"""Imports of tool modules one at a time: ``_import_from`` may set ``sys.modules``
+entries aside while it imports."""
+
+_OWN_COPIES: dict[tuple[Path, str], ModuleType] = {}
+"""Modules imported again for their folder because another folder's module of the same
+name was in ``sys.modules``: by (the folder's file, module name)."""
+
+
+def _import_from(folder: Path, name: str) -> ModuleType:
+    """``import name`` with ``folder`` first on ``sys.path``, where a module that ``folder``
+    holds is that file's module (see the module docstring)."""
+    importlib.invalidate_caches()  # files written since the last import must be seen
+    top = name.partition(".")[0]
+    local = _file_in(folder, top)
+    loaded = sys.modules.get(top)
+    if local is None or loaded is None or _comes_from(loaded, local):
+        with _first_on_path(folder):
+            return importlib.import_module(name)
+    own = _OWN_COPIES.get((local, name))
+    if own is not None:
+        return own
+    family = [n for n in sys.modules if n == top or n.startswith(top + ".")]
+    set_aside = {n: sys.modules.pop(n) for n in family}
+    try:
+        with _first_on_path(folder):
+            own = _OWN_COPIES[(local, name)] = importlib.import_module(name)
+    finally:
+        for n in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[n]
+        sys.modules.update(set_aside)
+    return own
+
+
+def _file_in(folder: Path, top: str) -> Path | None:
+    """The file ``import top`` finds in ``folder`` (a module or a package), if any."""
+    for candidate in (folder / f"{top}.py", folder / top / "__init__.py"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _comes_from(module: ModuleType, path: Path) -> bool:
+    file = getattr(module, "__file__", None)
+    return file is not None and Path(file).resolve() == path
+
+
 def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -82,10 +133,9 @@ def resolve_python(spec: str, base_dir: Path, *, tool: str | None = None) -> Cal
     if not isinstance(spec, str) or not PYTHON_SPEC.match(spec):
         raise refuse("expected 'module:function' (for example 'desk.tools:load_order')")
     module_name, _, attr_path = spec.partition(":")
-    importlib.invalidate_caches()  # files written since the last import must be seen
     try:  # a module that prints while importing must not spoil a --json stdout
-        with _first_on_path(Path(base_dir).resolve()), contextlib.redirect_stdout(sys.stderr):
-            target: Any = importlib.import_module(module_name)
+        with _IMPORTING, contextlib.redirect_stdout(sys.stderr):
+            target: Any = _import_from(Path(base_dir).resolve(), module_name)
     except (Exception, SystemExit) as exc:  # importing runs the user's module code
         raise refuse(_why(exc)) from exc
     walked = module_name
