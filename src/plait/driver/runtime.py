@@ -316,6 +316,8 @@ class Runtime:
         trace = run_trace(self.telemetry, run_id, workflow.name, resumed=resume_from is not False)
         try:
             _check_epoch(run_id, manifest)
+            if resume_from is not False:
+                _check_model(run_id, manifest, self.model)
             ttl = _lease_ttl()
             now = self.clock()
             if held is None:
@@ -853,6 +855,19 @@ def _fork_manifest(
     if budgets:
         pinned["budgets_override"] = budgets
     return pinned
+
+
+def _check_model(run_id: str, manifest: dict[str, Any], model: Model | None) -> None:
+    """PLAIT-E025 when a run is driven on with a model other than the one it pinned (a
+    ``Runtime(model=...)`` resuming it): its turns so far were that model's."""
+    pinned = (manifest["workflow"].get("llm") or {}).get("model")
+    given = getattr(model, "spec", None)
+    if pinned is not None and given is not None and given != pinned:
+        raise PlaitError(
+            "E025",
+            f"run '{run_id}' pinned model '{pinned}' at start; this runtime was given"
+            f" '{given}' (resume it with the model it started with, or fork it)",
+        )
 
 
 def _check_epoch(run_id: str, manifest: dict[str, Any]) -> None:
