@@ -510,6 +510,8 @@ class Runtime:
         if not isinstance(fork_of, dict) or fork_of.get("seq") is None:
             return []
         base = str(fork_of["run_id"])
+        if not self._exists(base):
+            return []  # collected since (plait gc): the fork's own turns are all it has
         inherited = self._forked_llm_keys(self._manifest(base))
         journal = self.store.load_journal(base)
         seq = int(fork_of["seq"])

@@ -205,8 +205,8 @@ _CLAIM_ORPHANS = (
     "SELECT r.run_id FROM runs r JOIN leases l ON l.run_id = r.run_id"
     " WHERE r.status = 'running' AND r.parent_run_id IS NULL"
     " AND r.run_id <> ALL(%(exclude)s) AND l.host = %(host)s AND l.expires_ms > %(now)s"
-    " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
-)
+    " ORDER BY r.created_ms, r.row_order FOR UPDATE OF r SKIP LOCKED"
+)  # no LIMIT: most are live (this host's drives), and only the dead ones are taken
 # A claimed run's wake time is consumed; a queued or parked one is running from now on (a
 # worker that dies while driving it leaves a running run whose lease lapses, which the
 # next claim takes over). A budget-exhausted run keeps its status: its drive sets it.
@@ -485,6 +485,8 @@ class PostgresStore:
                 }
                 run_ids = [row[0] for row in conn.execute(sql, params).fetchall()]
                 for run_id in run_ids:
+                    if len(claimed) == limit:
+                        break
                     token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, alive)
                     if token is not None:
                         claimed.append((run_id, token))

@@ -59,7 +59,8 @@ _ROWS_PER_INSERT = 32
 _INSERT_SHAPES = 256
 """Statements remembered by shape (which columns of which row are set)."""
 _inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
-"""INSERT statements by which columns of a journal row are set (see ``_insert_rows``)."""
+"""INSERT statements by the shape of a batch: which columns of each row are set (see
+``_insert_rows``)."""
 _WATCH_LIMIT = 256
 """Runs whose last ``records_after`` answer a store remembers (drivers polling right now)."""
 
