@@ -126,9 +126,16 @@ class MovingStore:
         status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
         return type("Info", (), {"status": status})()
 
-    def load_journal(self, run_id: str) -> Journal:
+    def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         self.reads.append("journal")
-        return self.journals.pop(0) if len(self.journals) > 1 else self.journals[0]
+        whole = self.journals.pop(0) if len(self.journals) > 1 else self.journals[0]
+        return Journal(
+            run_id,
+            intents=[i for i in whole.intents if i.seq > after_seq],
+            results={k: r for k, r in whole.results.items() if r.seq > after_seq},
+            records=[r for r in whole.records if r.seq > after_seq],
+            checkpoints=[c for c in whole.checkpoints if c.seq > after_seq],
+        )
 
     def close(self) -> None:
         self.closed = True

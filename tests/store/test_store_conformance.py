@@ -236,6 +236,24 @@ def test_journal_reads_back_every_field_exactly(store: Store) -> None:
     assert dumpb(journal.intents[0].input) == dumpb(tricky)  # 1 and 1.0 stay distinct
 
 
+def test_a_reader_following_a_run_gets_only_the_items_after_a_seq(store: Store) -> None:
+    new_run(store)
+    rng = random.Random(3)
+    context = {"docs": [random_text(rng, 1024) for _ in range(50)]}  # cut into nodes
+    a, b = key(node="a"), key(node="b")
+    store.commit("r1", None, [intent(a, context), result(a)])
+    store.commit("r1", None, [checkpoint(1, {"n": 1}), intent(b, context), result(b)])
+    everything = store.load_journal("r1").items()
+
+    later = store.load_journal("r1", after_seq=2).items()
+
+    assert [item.seq for item in everything] == [1, 2, 3, 4, 5]
+    assert later == everything[2:]
+    assert later[1].input == context  # its nodes were stored with the first intent
+    assert store.load_journal("r1", after_seq=5).items() == []
+    expect("E017", lambda: store.load_journal("nope", after_seq=5))
+
+
 def test_large_intent_inputs_round_trip_and_share_storage(store: Store) -> None:
     new_run(store)
     rng = random.Random(7)

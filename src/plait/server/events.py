@@ -80,7 +80,7 @@ def batch(store: Store, run_id: str, after: int) -> tuple[str, list[JournalItem]
     before it got there is in the items read after it.
     """
     status = store.get_run(run_id).status
-    items = [item for item in store.load_journal(run_id).items() if item.seq > after]
+    items = store.load_journal(run_id, after_seq=after).items()  # what is new only
     return status, items
 
 

@@ -71,8 +71,9 @@ class Store(Protocol):
         """
         ...
 
-    def load_journal(self, run_id: str) -> Journal:
-        """Every intent, result, record and checkpoint meta of the run; PLAIT-E017."""
+    def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
+        """Every intent, result, record and checkpoint meta of the run (those after
+        ``after_seq`` only, for a reader following a run as it grows); PLAIT-E017."""
         ...
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:

@@ -101,7 +101,8 @@ _INSERT_RUN = (
     " ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
 )
 _SELECT_ROWS = (
-    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = %s ORDER BY seq"
+    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal"
+    " WHERE run_id = %s AND seq > %s ORDER BY seq"
 )
 _INSERT_NODES = (
     "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
@@ -587,9 +588,9 @@ class PostgresStore:
             raise stale_token(run_id, token, _lease_row(row[2:]))
         self._remember(nodes)
 
-    def load_journal(self, run_id: str) -> Journal:
+    def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._connection(f"reading the journal of run '{run_id}'") as conn:
-            rows = conn.execute(_SELECT_ROWS, (run_id,)).fetchall()
+            rows = conn.execute(_SELECT_ROWS, (run_id, after_seq)).fetchall()
             if not rows:
                 self._require_run(conn, run_id)
             journal = Journal(run_id)

@@ -70,7 +70,8 @@ _RUN_AND_LEASE = (
     " FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = :run"
 )
 _SELECT_ROWS = (
-    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal WHERE run_id = ? ORDER BY seq"
+    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal"
+    " WHERE run_id = ? AND seq > ? ORDER BY seq"
 )
 _UPSERT_LEASE = (
     "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
@@ -402,10 +403,10 @@ class SqliteStore:
                 self._insert_nodes(conn, run_id, nodes)
             self._remember(nodes)
 
-    def load_journal(self, run_id: str) -> Journal:
+    def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._lock, self._read() as conn:
             self._require_run(conn, run_id)
-            rows = conn.execute(_SELECT_ROWS, (run_id,)).fetchall()
+            rows = conn.execute(_SELECT_ROWS, (run_id, after_seq)).fetchall()
             journal = Journal(run_id)
             decoder = self._decoder(conn, {})
             try:
