@@ -172,3 +172,19 @@ def test_a_problem_of_a_flow_in_its_own_file_names_that_file(tmp_path):
     (line,) = done.stderr.splitlines()
     assert "PLAIT-E027 node 'agent': flow: step 'disclose' comes after unknown step 'verfy'" in line
     assert line.endswith("(flow file 'flows/support.yaml')")
+
+
+def test_check_passes_up_the_warnings_of_a_child_file_at_the_node_including_it(tmp_path):
+    (tmp_path / "child").mkdir()
+    desk(tmp_path / "child", "{is_true: approved}")
+    parent = tmp_path / "parent.yaml"
+    parent.write_text("name: parent\nnodes:\n  - {id: refunds, workflow: child/desk.yaml}\n")
+
+    done = check(parent)
+    as_json = check(parent, "--json")
+
+    assert done.exit_code == 0
+    (line,) = [line for line in done.stderr.splitlines() if "warning:" in line]
+    assert line.startswith(f"{parent}:3: PLAIT-E027 warning: node 'refunds': workflow file")
+    assert "child/desk.yaml' line 6: node 'agent': flow: never('issue_refund')" in line
+    assert [w["line"] for w in json.loads(as_json.stdout)["warnings"]] == [3]

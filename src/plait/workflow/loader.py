@@ -35,7 +35,7 @@ from plait.workflow.checks import (
 from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow, WorkflowError, tool_def
 from plait.workflow.documents import flow_file, parse_file
 from plait.workflow.located import Place, line_at, plain, show
-from plait.workflow.subgraphs import Trail, subgraph_issues
+from plait.workflow.subgraphs import Trail, subgraph_issues, subgraph_warnings
 
 
 def load_workflow(
@@ -68,10 +68,11 @@ def load_with_warnings(
     return _load(path, model_override, require_model, warn=True)
 
 
-def load_child(path: Path, trail: Trail) -> Workflow:
+def load_child(path: Path, trail: Trail) -> tuple[Workflow, list[Problem]]:
     """Load a subgraph node's file as part of the judging ``trail`` (its parent's), so its
-    own children are judged too, each file once, and a file including itself is refused."""
-    return _load(path, None, trail.require_model, warn=False, trail=trail)[0]
+    own children are judged too, each file once, and a file including itself is refused;
+    with its warnings when the judging collects them."""
+    return _load(path, None, trail.require_model, warn=trail.warn, trail=trail)
 
 
 def _load(
@@ -94,11 +95,16 @@ def _load(
         judged, plan_judged, _ = judge(wf, require_model)
         issues += [reader.locate(i, model_override) for i in judged]
         plan_issues = [reader.locate(i, model_override) for i in plan_judged]
+        if trail is None:
+            trail = Trail(wf.base_dir.resolve(), require_model, warn=warn)
         children = subgraph_issues(wf, require_model, trail)
         issues += [reader.locate(i, model_override) for i in children]
     warnings = (
-        [reader.locate(i, model_override).problem() for i in flow_warnings(wf)]
-        if warn and wf is not None
+        [
+            reader.locate(i, model_override).problem()
+            for i in (*flow_warnings(wf), *subgraph_warnings(wf, trail))
+        ]
+        if warn and wf is not None and trail is not None
         else []
     )
     if issues or plan_issues:

@@ -35,8 +35,11 @@ class Trail:
     """The folder the files of a cycle are named relative to (the outermost file's)."""
     require_model: bool = True
     """Whether an abstract node without a model is a problem (PLAIT-E006), as for the parent."""
+    warn: bool = False
+    """Whether the judging collects warnings too (``plait check``), child files' included."""
     loading: list[Path] = field(default_factory=list)
     judged: dict[Path, list[Problem]] = field(default_factory=dict)
+    warned: dict[Path, list[Problem]] = field(default_factory=dict)
 
     def name(self, path: Path) -> str:
         return os.path.relpath(path, self.root_dir)
@@ -91,14 +94,33 @@ def _for_a_child(message: str) -> str:
 
 
 def _child_problems(path: Path, trail: Trail) -> list[Problem]:
-    """Everything wrong with a child file (nothing when it is valid), its children included."""
+    """Everything wrong with a child file (nothing when it is valid), its children included;
+    its warnings go into ``trail.warned``."""
     from plait.workflow.loader import load_child  # the loader judges files through this module
 
     try:
-        load_child(path, trail)
+        _, warnings = load_child(path, trail)
     except PlaitError as exc:
+        trail.warned[path.resolve()] = list(getattr(exc, "warnings", ()))
         return list(exc.problems)
+    trail.warned[path.resolve()] = warnings
     return []
+
+
+def subgraph_warnings(wf: Workflow, trail: Trail) -> list[Issue]:
+    """The warnings of the child files ``wf``'s subgraph nodes include (judged already, in
+    ``trail``), each at its node's ``workflow`` key, naming the child file."""
+    found: list[Issue] = []
+    for i, node in enumerate(wf.nodes):
+        if node.kind != "subgraph" or not isinstance(node.workflow, str):
+            continue
+        node_id = node.id if isinstance(node.id, str) else None
+        where = f"node '{node_id}'" if node_id is not None else f"node #{i + 1}"
+        inside = f"{where}: workflow file '{node.workflow}'"
+        for w in trail.warned.get((wf.base_dir / node.workflow).resolve(), ()):
+            message = f"{inside}{_line(w)}: {w.message}"
+            found.append(Issue(w.code, message, ("nodes", i, "workflow"), node=node_id))
+    return found
 
 
 def _line(problem: Problem) -> str:
