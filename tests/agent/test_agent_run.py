@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from plait import (
     Agent,
@@ -348,3 +348,37 @@ def test_workflows_run_by_the_runtime_are_untouched_by_agents_in_the_same_proces
 
     assert result.status == "completed" and result.context["total"] == 42
     assert report.verified
+
+
+class PositiveTotal(BaseModel):
+    total: int
+
+    @field_validator("total")
+    @classmethod
+    def positive(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("a total is never negative")
+        return value
+
+
+def test_output_type_validators_re_prompt_then_fail_the_node(scripted, db):
+    """The JSON schema admits {"total": -5}; the output type's validator does not: the
+    turn fails SchemaValidationFailed, the loop re-prompts once, then the node fails."""
+    fixed = Agent(scripted([turn('{"total": -5}'), turn('{"total": 5}')]), db=db,
+                  instructions="Total?", output_type=PositiveTotal)  # fmt: skip
+    stubborn = Agent(scripted([turn('{"total": -5}'), turn('{"total": -6}')]), db=db,
+                     instructions="Total?", output_type=PositiveTotal)  # fmt: skip
+
+    good = fixed.run_sync("What is the total?")
+    bad = stubborn.run_sync("What is the total?")
+
+    assert good.status is RunStatus.COMPLETED
+    assert good.structured_output == PositiveTotal(total=5)
+    turns = [e for e in fixed.trace(good.run_id) if e["kind"] == "llm"]
+    assert [t["status"] for t in turns] == ["failed", "completed"]
+    assert turns[0]["failure"]["cause"] == "SchemaValidationFailed"
+    assert "a total is never negative" in turns[0]["failure"]["detail"]
+    assert fixed.verify(good.run_id).verified
+    assert bad.status is RunStatus.FAILED
+    assert bad.structured_output is None
+    assert stubborn.state(bad.run_id).status is RunStatus.FAILED  # readable again

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from hitl.support import HOUR, T0, Plait
-from plait import Runtime, Workflow
+from plait import PlaitError, Runtime, Workflow
 
 FIRST_TURN = {
     "text": "",
@@ -285,3 +287,30 @@ def test_a_child_that_runs_to_its_end_in_the_wave_is_the_parents_wall_time(tmp_p
     assert tight.outcome == {"BudgetExhausted": {"axis": "wall_ms"}}
     assert tight.spent["wall_ms"] == 3000 and tight.spent["supersteps"] == 2
     assert verified == [True, True]
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        {"tokens": 100_000},  # the CLI's axis name, not a ceiling
+        {"max_usd": 1},  # a workflow file's unit, not the run's
+        {"max_tokens": "abc"},
+        {"max_tokens": -5},
+        {"max_tokens": True},
+    ],
+)
+def test_python_budget_raises_take_the_runs_ceilings_or_are_refused(tmp_path: Path, raised):
+    def step() -> dict:
+        return {}
+
+    wf = Workflow.new("tiny").node("a", tool=step).budget(max_supersteps=1)
+    with Runtime(f"sqlite:///{tmp_path}/b.db", principal="alice") as rt:
+        rt.run_sync(wf, {}, run_id="r")
+        before = rt.store.load_journal("r").items()
+        with pytest.raises(PlaitError) as by_raise:
+            rt.raise_budget("r", raised)
+        with pytest.raises(PlaitError) as by_fork:
+            rt.fork_sync("r", workflow=wf, budgets=raised)
+        assert rt.store.load_journal("r").items() == before  # nothing journaled
+        assert [i.run_id for i in rt.store.list_runs()] == ["r"]  # no fork started
+    assert (by_raise.value.code, by_fork.value.code) == ("E019", "E019")

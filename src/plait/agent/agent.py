@@ -332,6 +332,7 @@ class Agent(Generic[OutputT]):
             before_request=self.before_request,
             after_response=self.after_response,
             on_turn=on_turn,
+            output_type=self._output_model,
         )
 
     def _open_store(self) -> Store:

@@ -20,7 +20,10 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from plait.models.base import Model, ModelRequest, ModelResponse
+import pydantic
+from pydantic import BaseModel
+
+from plait.models.base import Model, ModelError, ModelRequest, ModelResponse
 
 BeforeRequest = Callable[[ModelRequest], Awaitable[None] | None]
 """Called before each model turn with a copy of the request; may inspect, cannot change it."""
@@ -44,8 +47,10 @@ class HookedModel:
         before_request: BeforeRequest | None = None,
         after_response: AfterResponse | None = None,
         on_turn: TurnListener | None = None,
+        output_type: type[BaseModel] | None = None,
     ) -> None:
         self.model = model
+        self._output_type = output_type
         self.spec = model.spec
         self._before = before_request
         self._after = after_response
@@ -71,7 +76,28 @@ class HookedModel:
                 response = replaced
         if self._on_turn is not None:
             self._on_turn("finished", request, response)
+        self._check_output(request, response)
         return response
+
+    def _check_output(self, request: ModelRequest, response: ModelResponse) -> None:
+        """A final answer the agent's ``output_type`` refuses (its validators, beyond the
+        JSON schema the core checks) fails the turn as SchemaValidationFailed: the loop
+        re-prompts once, then the node fails, as for an answer off the schema. The failure
+        is journaled, so replay sees it without running the validators again."""
+        final = request.response_schema is not None and not response.tool_calls
+        if self._output_type is None or not final or response.text is None:
+            return
+        try:
+            self._output_type.model_validate_json(response.text)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise ModelError(
+                "SchemaValidationFailed",
+                f"output did not match {self._output_type.__name__}: {problems}",
+            ) from None
 
 
 async def _maybe_await(value: Any) -> Any:

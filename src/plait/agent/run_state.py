@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
 
 from plait.core.canonical import loads
@@ -364,7 +364,10 @@ def _structured(text: str | None, output_type: type[BaseModel] | None) -> Any:
     if text is None:
         return None
     if output_type is not None:
-        return output_type.model_validate_json(text)
+        try:
+            return output_type.model_validate_json(text)
+        except ValidationError:
+            return None  # recorded before the loop checked output_type: the text stays
     try:
         value = json.loads(text)
     except ValueError:

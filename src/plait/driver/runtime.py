@@ -84,7 +84,8 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
         if not source:
             raise PlaitError(
                 "E010",
-                f"run '{manifest['run_id']}' was started from Python; pass its workflow to resume",
+                f"run '{manifest['run_id']}' was started from Python; pass its workflow"
+                " (workflow=...) to resume or fork it",
             )
         # The model pinned at start wins (a run started with --model resumes with it).
         pinned_model = (manifest["workflow"].get("llm") or {}).get("model")
@@ -121,6 +122,27 @@ def check_model(workflow: Workflow, model: Model | None = None) -> None:
             f"model '{spec}' has no price, so it cannot run under a usd budget:"
             " add it to llm.prices (USD per million tokens)",
         )
+
+
+CEILINGS = ("max_supersteps", "max_tokens", "max_usd_micros", "max_wall_ms", "max_storage_bytes")
+"""Ceilings a run keeps, in its units: counts, micro-dollars, milliseconds, bytes."""
+
+
+def check_ceilings(raised: Any, what: str) -> None:
+    """PLAIT-E019 unless ``raised`` maps known ceilings to whole numbers >= 0: a key the run
+    does not know (a workflow file's ``max_usd``, the CLI's ``tokens``) would be journaled
+    and change nothing."""
+    if not isinstance(raised, dict) or not raised:
+        raise PlaitError("E019", f"{what}: expected a non-empty dict of ceilings")
+    for key, value in raised.items():
+        if key not in CEILINGS:
+            raise PlaitError(
+                "E019",
+                f"{what}: unknown ceiling {key!r}; expected one of {', '.join(CEILINGS)}"
+                " (usd in micro-dollars, wall time in ms)",
+            )
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise PlaitError("E019", f"{what}: {key} must be a whole number >= 0, got {value!r}")
 
 
 def check_input(value: Any, what: str = "run input") -> None:
@@ -590,7 +612,11 @@ class Runtime:
         return events
 
     def raise_budget(self, run_id: str, raised: dict[str, Any]) -> None:
-        """Journal a manifest supersession with raised ceilings (fed as BudgetRaised on resume)."""
+        """Journal a manifest supersession with raised ceilings (fed as BudgetRaised on resume).
+
+        ``raised`` holds ceilings in the units a run keeps (``check_ceilings``).
+        """
+        check_ceilings(raised, "raise_budget")
         self.store.get_run(run_id)
         self.store.commit(run_id, None, [RecordWrite("budget_raise", raised)])
         self._wake_root(run_id)
@@ -604,7 +630,10 @@ class Runtime:
         budgets: dict[str, Any] | None = None,
         new_run_id: str | None = None,
     ) -> RunResult:
-        """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest)."""
+        """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest),
+        ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``)."""
+        if budgets:
+            check_ceilings(budgets, "fork budgets")
         manifest = self._manifest(run_id)
         base_workflow = workflow or pinned_workflow(manifest)
         base_workflow.plan()
