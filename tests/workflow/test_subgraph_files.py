@@ -232,3 +232,16 @@ def test_a_child_in_its_own_folder_uses_its_own_tools_module_of_the_same_name(cl
     assert checked.exit_code == 0, checked
     assert ran.exit_code == 0, ran
     assert ran.data["context"] == {"pinged": True, "worked": True}
+
+
+def test_a_loaded_file_is_judged_once_its_children_included(tmp_path: Path):
+    write(tmp_path, "subgraph_tools.py", TOOLS)
+    write(tmp_path, "leaf.yaml", LEAF)
+    path = write(tmp_path, "top.yaml", "name: top\nnodes:\n  - {id: one, workflow: leaf.yaml}\n")
+
+    loaded = load_workflow(path)
+    (tmp_path / "leaf.yaml").unlink()  # plan() does not read the child file again
+
+    assert [node.id for node in loaded.plan().nodes] == ["one"]
+    with pytest.raises(WorkflowError):
+        load_workflow(path)  # a new load judges it anew

@@ -20,8 +20,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pydantic
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from plait.models.base import Model, ModelError, ModelRequest, ModelResponse
 
@@ -89,7 +88,7 @@ class HookedModel:
             return
         try:
             self._output_type.model_validate_json(response.text)
-        except pydantic.ValidationError as exc:
+        except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
                 for e in exc.errors()

@@ -304,9 +304,7 @@ class Workflow:
         if issues or plan_issues or plan is None:
             source = str(self.source) if self.source is not None else None
             raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], source)
-        # Not a dataclass field: invisible to ==, repr and replace(). Two threads judging
-        # at once store equal plans.
-        object.__setattr__(self, _PLAN, plan)
+        remember_plan(self, plan)
         return plan
 
     # -- what a run pins -----------------------------------------------------
@@ -346,6 +344,14 @@ def tool_def(
         if description is None:
             description = describe(fn)
     return ToolDef(name, callable=fn, description=description or "", **settings)
+
+
+def remember_plan(wf: Workflow, plan: Plan) -> None:
+    """What ``Workflow.plan`` returns from now on, for a definition judged valid as a whole
+    (its child files included, a model required): the loader judges a file once."""
+    # Not a dataclass field: invisible to ==, repr and replace(). Two threads judging at
+    # once store equal plans.
+    object.__setattr__(wf, _PLAN, plan)
 
 
 def _flow_from_file(path: str, base_dir: Path, where: str) -> dict[str, Any]:

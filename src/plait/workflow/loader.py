@@ -32,7 +32,15 @@ from plait.workflow.checks import (
     judge,
     node_kind,
 )
-from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow, WorkflowError, tool_def
+from plait.workflow.definition import (
+    EdgeDef,
+    NodeDef,
+    ToolDef,
+    Workflow,
+    WorkflowError,
+    remember_plan,
+    tool_def,
+)
 from plait.workflow.documents import flow_file, parse_file
 from plait.workflow.located import Place, line_at, plain, show
 from plait.workflow.subgraphs import Trail, subgraph_issues, subgraph_warnings
@@ -91,8 +99,9 @@ def _load(
     wf = None if fatal else reader.workflow(model_override)
     issues = reader.issues
     plan_issues: list[Issue] = []
+    plan = None
     if wf is not None:
-        judged, plan_judged, _ = judge(wf, require_model)
+        judged, plan_judged, plan = judge(wf, require_model)
         issues += [reader.locate(i, model_override) for i in judged]
         plan_issues = [reader.locate(i, model_override) for i in plan_judged]
         if trail is None:
@@ -111,6 +120,8 @@ def _load(
         issues.sort(key=lambda i: (i.line is None, i.line or 0))
         raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], str(path), warnings)
     assert wf is not None
+    if require_model and plan is not None:
+        remember_plan(wf, plan)  # judged whole just now: a run does not judge it again
     return wf, warnings
 
 
