@@ -25,6 +25,7 @@ from plait.store import (
     IntentWrite,
     LeaseOwner,
     ManifestWrite,
+    Record,
     RecordWrite,
     ResultWrite,
     RunInfo,
@@ -419,6 +420,39 @@ def test_concurrent_commits_to_one_run_take_consecutive_seqs(postgres_url: str) 
             assert [r.body["i"] for r in records if r.body["t"] == n] == list(range(25))
     finally:
         store.close()
+
+
+def test_the_poll_after_a_commit_is_answered_by_that_commit(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """A driver polls for cancels after each wave's commit. The commit read the run's last
+    cancel in its own statement, so the poll costs no round trip: it answers as of that
+    commit, and what another connection journals after it is found after the next one."""
+    queued(pg, "r1", status="running")
+    kinds = ("cancel", "inbox")
+    feed = RecordWrite("feed", {"events": []})
+    assert pg.records_after("r1", 0, kinds) == []  # the driver's first poll reads
+    other = PostgresStore(postgres_url)
+    try:
+        other.commit("r1", None, [RecordWrite("cancel", {"by": "bob", "reason": "a"})])
+        pg.commit("r1", None, [feed])
+        first = Record(1, "cancel", {"by": "bob", "reason": "a"})
+        assert pg.records_after("r1", 0, kinds) == [first]
+        pg.commit("r1", None, [feed])
+        other.commit("r1", None, [RecordWrite("cancel", {"by": "bob", "reason": "b"})])
+        assert pg.records_after("r1", 1, kinds) == []  # the journal as of the commit
+        assert pg.records_after("r1", 1, kinds) == [
+            Record(4, "cancel", {"by": "bob", "reason": "b"})
+        ]
+        pg.commit("r1", None, [feed])
+        other.commit("r1", None, [RecordWrite("inbox", {"message": "hi"})])
+        pg.commit("r1", None, [feed])  # after the inbox: its poll finds it
+        assert pg.records_after("r1", 4, kinds) == [Record(6, "inbox", {"message": "hi"})]
+        pg.commit("r1", None, [RecordWrite("cancel", {"by": "carol", "reason": "c"})])
+        found = pg.records_after("r1", 6, kinds)  # its own cancel: not in its own snapshot
+        assert found == [Record(8, "cancel", {"by": "carol", "reason": "c"})]
+    finally:
+        other.close()
 
 
 def test_claim_takes_free_and_expired_leases_oldest_first(pg: PostgresStore) -> None:

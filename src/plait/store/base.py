@@ -86,6 +86,10 @@ class Store(Protocol):
 
         ``kinds`` never holds ``feed``: a driver writes one every wave and never looks it
         up by kind, so a store need not index it (``load_journal`` has every record).
+        The answer may be the journal as of this store's last commit to the run, when that
+        commit came just before (PostgreSQL reads it in the commit's own round trip): a
+        record another connection journals in between is found by the poll after the
+        next commit.
         """
         ...
 

@@ -83,6 +83,9 @@ DURABILITIES = ("normal", "strict")
 CONNECT_TIMEOUT_S = 5
 """Seconds to wait for the server when the URL does not say (``connect_timeout``)."""
 
+_WATCH_LIMIT = 256
+"""Runs whose between-wave poll a store remembers (drivers polling right now)."""
+
 MAX_IDLE_S = 300.0
 """A pooled connection unused for longer is closed rather than trusted (a NAT or firewall
 may have dropped it without telling either end)."""
@@ -164,6 +167,10 @@ _COMMIT = (
     "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING)"
     " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
+    # The last record of the kinds a driver polls for between waves (records_after), as
+    # of this statement: the poll after the commit needs no round trip of its own.
+    "  (SELECT max(seq) FROM journal WHERE run_id = %(run_id)s AND item = 'record'"
+    "   AND record_kind = ANY(%(watched)s::text[])),"
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
@@ -284,6 +291,10 @@ class PostgresStore:
         self.durability = durability
         self._known: set[str] = set()
         self._memo = HashMemo()
+        # records_after between waves: the kinds each run's driver polls for, and what the
+        # run's last commit found of them (kinds, last seq or None); see records_after.
+        self._watched: dict[str, tuple[str, ...]] = {}
+        self._seen_at_commit: dict[str, tuple[tuple[str, ...], int | None]] = {}
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -568,8 +579,11 @@ class PostgresStore:
         nodes: dict[str, bytes] = {}
         encode = self._encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
+        watched = self._watched.get(run_id, ())
         params = _commit_params(run_id, token, ops, nodes)
+        params["watched"] = list(watched)
         what = f"committing to the journal of run '{run_id}'"
+        self._seen_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
                 row = conn.execute(_COMMIT, params).fetchone()
@@ -585,8 +599,12 @@ class PostgresStore:
             raise unknown_run(run_id)
         if row[1] is None:  # the token was not current: nothing was written
             assert token is not None
-            raise stale_token(run_id, token, _lease_row(row[2:]))
+            raise stale_token(run_id, token, _lease_row(row[3:]))
         self._remember(nodes)
+        # The statement does not see its own rows: a batch holding a watched record
+        # leaves the next poll to read the journal.
+        if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
+            self._seen_at_commit[run_id] = (watched, row[2])
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._connection(f"reading the journal of run '{run_id}'") as conn:
@@ -616,6 +634,22 @@ class PostgresStore:
         return {by_text[row[0]] for row in rows}
 
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
+        """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
+
+        The run's last commit through this store read the last seq of these kinds in the
+        same statement: when that is at most ``after_seq``, the answer is known without a
+        round trip. It is the journal as of that commit, a moment before this call; a
+        record committed in between is found by the next poll, after the next commit.
+        """
+        watch = tuple(kinds)
+        seen = self._seen_at_commit.pop(run_id, None)
+        if self._watched.get(run_id) != watch:
+            if len(self._watched) >= _WATCH_LIMIT:
+                self._watched.clear()  # runs no longer driven here: nothing is held per run
+                self._seen_at_commit.clear()
+            self._watched[run_id] = watch
+        if seen is not None and seen[0] == watch and (seen[1] is None or seen[1] <= after_seq):
+            return []
         with self._connection(f"reading the records of run '{run_id}'") as conn:
             rows = conn.execute(
                 "SELECT seq, record_kind, payload FROM journal WHERE run_id = %s AND seq > %s"
