@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from plait.core.errors import PlaitError
@@ -17,6 +18,7 @@ from plait.driver.inspect_run import explain
 from plait.driver.runtime import Runtime
 from plait.driver.wave import RunResult
 from plait.store.records import RUN_STATUSES
+from plait.workflow.manifest import half_up
 
 BUDGET_AXES = {
     "supersteps": ("max_supersteps", 1),
@@ -60,14 +62,16 @@ def parse_budgets(items: Iterable[str]) -> dict[str, Any]:
             )
         field, scale = BUDGET_AXES[axis]
         try:
-            number = float(raw)
-        except ValueError:
+            # the decimal text, never a float: usd=1.0084395 is 1008440 micro-dollars
+            # half-up (a float would give 1008439), tokens=12345678901234567891 exactly
+            number = Decimal(raw)
+        except InvalidOperation:
             raise PlaitError("E019", f"budget {item!r}: {raw!r} is not a number") from None
-        if not 0 <= number < math.inf:  # NaN and Infinity too
+        if not number.is_finite() or number < 0 or math.isinf(float(number)):
             raise PlaitError("E019", f"budget {item!r}: must be a finite number >= 0")
-        if scale == 1 and not number.is_integer():  # a count has no fractions to round
+        if scale == 1 and number != number.to_integral_value():  # a count has no fractions
             raise PlaitError("E019", f"budget {item!r}: {axis} must be a whole number")
-        out[field] = int(number * scale + 0.5)
+        out[field] = half_up(number, scale)
     return out
 
 

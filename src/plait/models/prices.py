@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any
 
 from plait.core.errors import PlaitError
@@ -39,7 +39,9 @@ BUILTIN_PRICES: Mapping[str, Price] = {
 """A convenience, not a source of truth: list prices change, so a workflow that
 budgets dollars should state its prices in ``llm.prices``, which win over this table."""
 
-_ONE = Decimal(1)
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+"""Arithmetic that never rounds before the one half-up per turn, and never overflows:
+token counts and prices have no upper bound (28 digits would raise mid-run)."""
 
 
 def price_of(model_spec: str, prices: Mapping[str, Any] | None = None) -> Price | None:
@@ -65,8 +67,11 @@ def turn_cost_usd_micros(
     price = price_of(model_spec, prices)
     if price is None:
         return None
-    cost = input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok
-    return int(cost.quantize(_ONE, rounding=ROUND_HALF_UP))
+    cost = _EXACT.add(
+        _EXACT.multiply(Decimal(input_tokens), price.input_per_mtok),
+        _EXACT.multiply(Decimal(output_tokens), price.output_per_mtok),
+    )
+    return int(cost.to_integral_value(ROUND_HALF_UP))
 
 
 def reserve_usd_micros(
@@ -76,7 +81,8 @@ def reserve_usd_micros(
     price = price_of(model_spec, prices)
     if price is None:
         return None
-    return int((max_tokens * price.output_per_mtok).quantize(_ONE, rounding=ROUND_HALF_UP))
+    reserve = _EXACT.multiply(Decimal(max_tokens), price.output_per_mtok)
+    return int(reserve.to_integral_value(ROUND_HALF_UP))
 
 
 def _decimal(model_spec: str, price: Mapping[str, Any], key: str) -> Decimal:

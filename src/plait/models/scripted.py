@@ -160,19 +160,20 @@ def _response(item: Any, where: str, problems: list[str]) -> ScriptedResponse:
     if error is not None and error not in ERRORS:
         problems.append(f"{where}: error must be one of {', '.join(ERRORS)}, got {error!r}")
         error = None
-    usage = item.get("usage", {})
+    # "all fields optional": null is as good as absent, for every field alike
+    usage = _given(item, "usage", {})
     tokens = {key: 0 for key in USAGE_KEYS}
     if not isinstance(usage, dict):
         problems.append(f"{where}: usage must be an object, {_kind(usage)}")
     else:
         _unknown_keys(usage, USAGE_KEYS, f"{where}: usage", problems)
         for key in USAGE_KEYS:
-            value = usage.get(key, 0)
+            value = _given(usage, key, 0)
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 tokens[key] = value
             else:
                 problems.append(f"{where}: usage.{key} must be an integer >= 0, got {value!r}")
-    calls = item.get("tool_calls", [])
+    calls = _given(item, "tool_calls", [])
     if not isinstance(calls, list):
         problems.append(f"{where}: tool_calls must be a list, {_kind(calls)}")
         calls = []
@@ -183,7 +184,7 @@ def _response(item: Any, where: str, problems: list[str]) -> ScriptedResponse:
             problems.append(f"{at}: expected an object, {_kind(call)}")
             continue
         _unknown_keys(call, TOOL_CALL_KEYS, at, problems)
-        name, args = call.get("name"), call.get("arguments", {})
+        name, args = call.get("name"), _given(call, "arguments", {})
         if not isinstance(name, str) or not name:
             problems.append(f"{at}: name must be a non-empty string, got {name!r}")
         elif not isinstance(args, dict):
@@ -193,6 +194,12 @@ def _response(item: Any, where: str, problems: list[str]) -> ScriptedResponse:
     return ScriptedResponse(
         text, tuple(tool_calls), tokens["input_tokens"], tokens["output_tokens"], error
     )
+
+
+def _given(item: dict[str, Any], key: str, default: Any) -> Any:
+    """``item[key]``, or ``default`` when the key is absent or null (both mean "not given")."""
+    value = item.get(key)
+    return default if value is None else value
 
 
 def _unknown_keys(item: dict[str, Any], known: tuple[str, ...], where: str, out: list[str]) -> None:

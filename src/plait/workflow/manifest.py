@@ -10,7 +10,7 @@ never pinned, only their ``module:function`` labels.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from typing import TYPE_CHECKING, Any
 
 from plait.core.env import DEFAULT_MAX_SUPERSTEPS, Budgets, NodeExecutor
@@ -21,9 +21,16 @@ if TYPE_CHECKING:
     from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow
 
 
-def half_up(value: float, scale: int) -> int:
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, rounding=ROUND_HALF_UP)
+"""Decimal arithmetic that never rounds a product and never overflows: a file or a CLI
+may give any finite number (``max_usd: 1.0e+30``), and the default 28 digits would
+either round it or raise."""
+
+
+def half_up(value: float | Decimal, scale: int) -> int:
     """``value * scale`` rounded half-up, computed on the decimal text (2.675 stays 2.675)."""
-    return int((Decimal(repr(value)) * scale).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    exact = value if isinstance(value, Decimal) else Decimal(repr(value))
+    return int(EXACT.multiply(exact, Decimal(scale)).to_integral_value(ROUND_HALF_UP))
 
 
 def budgets_of(wf: Workflow) -> Budgets:
