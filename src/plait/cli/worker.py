@@ -14,6 +14,7 @@ from plait.cli.common import DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_OK, Output
 from plait.core.errors import PlaitError
 from plait.driver.worker import DEFAULT_POLL_MS, Worker, collect_garbage
+from plait.workflow.checks import MAX_SECONDS
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
@@ -28,7 +29,10 @@ def parse_duration(text: str) -> int:
             f"--older-than {text!r}: expected a number and a unit (ms, s, m, h, d, w),"
             " like 30d or 12h",
         )
-    return int(match.group(1)) * _UNITS_MS[match.group(2)]
+    ms = int(match.group(1)) * _UNITS_MS[match.group(2)]
+    if ms > MAX_SECONDS * 1000:  # the store compares it with times kept as 64-bit integers
+        raise PlaitError("E019", f"--older-than {text!r}: at most {MAX_SECONDS}s")
+    return ms
 
 
 def worker(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +115,11 @@ def loads(text: str | bytes, *, unique_keys: bool = False) -> JSON:
         return (_unique_decoder if unique_keys else _decoder).decode(text)
     except json.JSONDecodeError as exc:
         raise CanonicalJSONError(str(exc)) from exc
+    except CanonicalJSONError:
+        raise
+    except ValueError:  # an int with more digits than Python converts
+        limit = sys.get_int_max_str_digits()
+        raise CanonicalJSONError(f"a number has more than {limit} digits") from None
     except RecursionError:
         raise CanonicalJSONError("nested too deeply to parse") from None
 

@@ -10,6 +10,7 @@ of an entry-rooted DFS, which do not gate readiness at generation 0.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -80,9 +81,15 @@ def _check_id(node_id: object, position: int) -> str | None:
         return f"node #{position + 1}: id must be a non-blank string"
     if len(node_id.encode("utf-8")) > MAX_ID_BYTES:
         return f"node '{node_id[:40]}…': id is longer than {MAX_ID_BYTES} bytes"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in node_id):
+    if has_control_character(node_id):
         return f"node {node_id!r}: id contains a control character"
     return None
+
+
+def has_control_character(text: str) -> bool:
+    """Whether ``text`` holds a control character: C0 (``\\n``, ``\\t``, NUL ...), DEL or
+    C1 (U+0080-U+009F, such as NEL, which ends a line for many readers)."""
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
 
 
 def _dfs_back_edges(n: int, out_edges: Sequence[Sequence[int]], dst_of: Sequence[int]) -> set[int]:

@@ -7,6 +7,7 @@ child runs of subgraphs (cancel and gc follow it), so a user's id must not hold 
 from __future__ import annotations
 
 from plait.core.errors import PlaitError
+from plait.core.plan import has_control_character
 
 MAX_RUN_ID_BYTES = 256
 
@@ -21,7 +22,7 @@ def check_run_id(run_id: str | None, what: str = "run id") -> None:
         problem = "must not be blank"
     elif len(run_id.encode("utf-8")) > MAX_RUN_ID_BYTES:
         problem = f"is longer than {MAX_RUN_ID_BYTES} bytes"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in run_id):
+    elif has_control_character(run_id):
         problem = "contains a control character"
     elif "~" in run_id:
         problem = "contains '~' (reserved for child runs: PARENT~…)"

@@ -124,10 +124,6 @@ def check_model(workflow: Workflow, model: Model | None = None) -> None:
         )
 
 
-LATEST_WAKE_MS = 2**63 - 1
-"""The latest wake time a store keeps (SQLite INTEGER, PostgreSQL BIGINT): ``sleep_s`` and
-``ttl_s`` have no upper bound, and a wake time past this is never reached by any clock."""
-
 CEILINGS = ("max_supersteps", "max_tokens", "max_usd_micros", "max_wall_ms", "max_storage_bytes")
 """Ceilings a run keeps, in its units: counts, micro-dollars, milliseconds, bytes."""
 
@@ -491,10 +487,7 @@ class Runtime:
                 child = wake_of(child_run_id(state.run_id, key))
                 if child is not None:
                     times.append(int(child))
-        if not times:
-            return None
-        # a timer or an expiry past what a store's 64-bit column holds is never due
-        return min(*times, LATEST_WAKE_MS)
+        return min(times, default=None)
 
     def _wake_root(self, run_id: str) -> None:
         """Something was journaled for ``run_id``: its top-level run is due now."""

@@ -8,7 +8,6 @@ drive a run (the caller decides where the event loop runs).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -18,6 +17,7 @@ from plait.driver.inspect_run import explain
 from plait.driver.runtime import Runtime
 from plait.driver.wave import RunResult
 from plait.store.records import RUN_STATUSES
+from plait.workflow.checks import MAX_INTEGER
 from plait.workflow.manifest import half_up
 
 BUDGET_AXES = {
@@ -61,16 +61,18 @@ def parse_budgets(items: Iterable[str]) -> dict[str, Any]:
                 f"budget {item!r}: expected AXIS=VALUE with AXIS one of {', '.join(BUDGET_AXES)}",
             )
         field, scale = BUDGET_AXES[axis]
-        try:
-            # the decimal text, never a float: usd=1.0084395 is 1008440 micro-dollars
-            # half-up (a float would give 1008439), tokens=12345678901234567891 exactly
+        try:  # the decimal text, never a float: usd=1.0084395 is 1008440 micro-dollars
             number = Decimal(raw)
         except InvalidOperation:
             raise PlaitError("E019", f"budget {item!r}: {raw!r} is not a number") from None
-        if not number.is_finite() or number < 0 or math.isinf(float(number)):
+        if not number.is_finite() or number < 0:  # NaN and Infinity too
             raise PlaitError("E019", f"budget {item!r}: must be a finite number >= 0")
         if scale == 1 and number != number.to_integral_value():  # a count has no fractions
             raise PlaitError("E019", f"budget {item!r}: {axis} must be a whole number")
+        # Ceilings are compared with 64-bit counters (the first test keeps 1e999999999999
+        # from overflowing the product).
+        if number > MAX_INTEGER or number * scale > MAX_INTEGER:
+            raise PlaitError("E019", f"budget {item!r}: {axis} must be <= {MAX_INTEGER // scale}")
         out[field] = half_up(number, scale)
     return out
 

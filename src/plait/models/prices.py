@@ -41,7 +41,7 @@ budgets dollars should state its prices in ``llm.prices``, which win over this t
 
 _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 """Arithmetic that never rounds before the one half-up per turn, and never overflows:
-token counts and prices have no upper bound (28 digits would raise mid-run)."""
+a model may report any token count (28 digits would raise mid-run)."""
 
 
 def price_of(model_spec: str, prices: Mapping[str, Any] | None = None) -> Price | None:

@@ -58,7 +58,8 @@ def sqlite_path(url: str) -> str | None:
     """The file a SQLite URL names, or None when ``url`` is not a SQLite location.
 
     ``sqlite:///rel/path.db`` is relative, ``sqlite:////abs/path.db`` absolute,
-    ``sqlite:///:memory:`` a private in-memory database, and a URL without a scheme a path.
+    ``sqlite:///:memory:`` a private in-memory database, and a URL without a scheme a path
+    (``sqlite:/x``, a scheme without its ``//``, is refused: PLAIT-E020).
     """
     if url.startswith("sqlite://"):
         rest = url[len("sqlite://") :]
@@ -67,6 +68,10 @@ def sqlite_path(url: str) -> str | None:
         return rest[1:]
     if "://" in url:
         return None
+    if url.lower().startswith(("sqlite:", "postgresql:", "postgres:")):  # sqlite:/x, a typo
+        raise PlaitError(
+            "E020", f"storage error on {url}: expected sqlite:///<path> or postgresql://..."
+        )
     return url
 
 

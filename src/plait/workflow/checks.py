@@ -111,15 +111,37 @@ def _rule(ok: Callable[[Any], Any], wanted: str) -> Rule:
     return lambda v: _want(ok(v), wanted, v)
 
 
-def _integer(minimum: int) -> Rule:
-    return _rule(lambda v: _is_int(v) and v >= minimum, f"an integer >= {minimum}")
+MAX_INTEGER = 2**63 - 1
+"""The largest count a file may set: what the stores keep in a 64-bit integer column."""
+MAX_SECONDS = 10**15
+"""The longest duration (``sleep_s``, ``ttl_s``, ``timeout_s``, ``max_wall_s``): in
+milliseconds, added to any clock reading, it still fits a 64-bit integer."""
+MAX_USD = 10**12
+"""The largest dollar ceiling (``max_usd``): its micro-dollars fit a 64-bit integer."""
+MAX_PRICE = 10**6
+"""The largest price in dollars per million tokens."""
 
 
-def _number(above_zero: bool) -> Rule:
+def _bounded(ok: bool, wanted: str, value: Any, maximum: int) -> str | None:
+    """The complaint about a number: of the wrong kind, or larger than ``maximum``."""
+    if ok and value > maximum:
+        return f"must be <= {maximum}, got {show(value)}"
+    return _want(ok, wanted, value)
+
+
+def _integer(minimum: int, maximum: int = MAX_INTEGER) -> Rule:
     def rule(v: Any) -> str | None:
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        return _bounded(_is_int(v) and v >= minimum, f"an integer >= {minimum}", v, maximum)
+
+    return rule
+
+
+def _number(above_zero: bool, maximum: int) -> Rule:
+    def rule(v: Any) -> str | None:
+        # An int too large for a float is out of range, not a crash of math.isfinite.
+        ok = _is_int(v) or (isinstance(v, float) and math.isfinite(v))
         ok = ok and (v > 0 if above_zero else v >= 0)
-        return _want(ok, "a number > 0" if above_zero else "a number >= 0", v)
+        return _bounded(ok, "a number > 0" if above_zero else "a number >= 0", v, maximum)
 
     return rule
 
@@ -168,12 +190,12 @@ TOP_RULES: dict[str, Rule] = {
 NODE_RULES: dict[str, Rule] = {
     "tool": _NAME, "retries": _integer(0), "instruction": _TEXT, "tools": _strings(False),
     "response_schema": _schema, "flow": _FLOW, "tool_results_into": _NAME, "ask": _MAPPING,
-    "sleep_s": _number(False), "workflow": _NAME, "writes": _strings(False),
+    "sleep_s": _number(False, MAX_SECONDS), "workflow": _NAME, "writes": _strings(False),
 }  # fmt: skip
 TOOL_RULES: dict[str, Rule] = {
     "python": _PYTHON, "command": _strings(True), "mcp": _MAPPING, "description": _TEXT,
     "input_schema": _schema, "strict": _FLAG, "approval": _FLAG, "deferred": _FLAG,
-    "writes": _strings(False), "timeout_s": _number(True),
+    "writes": _strings(False), "timeout_s": _number(True, MAX_SECONDS),
 }  # fmt: skip
 ASK_RULES: dict[str, Rule] = {"prompt": _NAME, "approval": _FLAG, "output_schema": _schema}
 MCP_RULES: dict[str, Rule] = {"command": _strings(True), "tool": _NAME}
@@ -181,12 +203,14 @@ LLM_RULES: dict[str, Rule] = {
     "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
     "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
 }  # fmt: skip
-PRICE_RULES: dict[str, Rule] = {"input_per_mtok": _number(False), "output_per_mtok": _number(False)}
-BUDGET_RULES: dict[str, Rule] = {
-    "max_supersteps": _integer(1), "max_tokens": _integer(0), "max_usd": _number(False),
-    "max_wall_s": _number(True), "max_storage_bytes": _integer(0),
+PRICE_RULES: dict[str, Rule] = {
+    "input_per_mtok": _number(False, MAX_PRICE), "output_per_mtok": _number(False, MAX_PRICE),
 }  # fmt: skip
-ASKS_RULES: dict[str, Rule] = {"ttl_s": _integer(1)}
+BUDGET_RULES: dict[str, Rule] = {
+    "max_supersteps": _integer(1), "max_tokens": _integer(0), "max_usd": _number(False, MAX_USD),
+    "max_wall_s": _number(True, MAX_SECONDS), "max_storage_bytes": _integer(0),
+}  # fmt: skip
+ASKS_RULES: dict[str, Rule] = {"ttl_s": _integer(1, MAX_SECONDS)}
 
 TOP_KEYS = ("name", "description", "durability", "nodes", "edges", "reducers", "tools",
             "llm", "budgets", "asks", "on_dangling")  # fmt: skip

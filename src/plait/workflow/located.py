@@ -76,8 +76,11 @@ def show(value: Any) -> str:
     """A value as the user wrote it, JSON-style and short."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
-    except ValueError:  # NaN, circular
-        text = repr(value)
+    except ValueError:  # NaN, circular, an int with more digits than Python prints
+        try:
+            text = repr(value)
+        except ValueError:
+            text = f"an integer of {value.bit_length()} bits" if isinstance(value, int) else "?"
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -1,9 +1,10 @@
 """YAML into values that remember their lines: a safe loader, stricter than PyYAML's.
 
 It refuses duplicate keys, non-string keys, tags beyond plain JSON values, NaN
-and infinities, and documents whose aliases expand past ``MAX_VALUES`` values or
-``MAX_DEPTH`` levels; it reads ``1e5`` as a number and a ``?`` inside a flow
-scalar as text, as YAML 1.2 does. Problems are collected, not raised, so a file
+and infinities, integers with more digits than Python reads, characters YAML does not
+allow (NUL and other control characters), and documents whose aliases expand past
+``MAX_VALUES`` values or ``MAX_DEPTH`` levels; it reads ``1e5`` as a number and a
+``?`` inside a flow scalar as text, as YAML 1.2 does. Problems are collected, not raised, so a file
 reports all of them at once.
 """
 
@@ -119,6 +120,14 @@ def _yaml_float(loader: _YamlLoader, node: yaml.ScalarNode) -> float | str:
     return str(node.value)
 
 
+def _yaml_int(loader: _YamlLoader, node: yaml.ScalarNode) -> int | str:
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError:  # more digits than Python converts
+        loader.found.append((_mark_line(node), f"number out of range ({len(node.value)} digits)"))
+        return str(node.value)
+
+
 def _yaml_refused(loader: _YamlLoader, node: yaml.Node) -> str | None:
     """Note an unsupported tag; a local tag on a scalar reads as the text the user meant."""
     tag = str(node.tag)
@@ -136,6 +145,7 @@ _YamlLoader.add_constructor("tag:yaml.org,2002:map", _yaml_map)
 _YamlLoader.add_constructor("tag:yaml.org,2002:seq", _yaml_seq)
 _YamlLoader.add_constructor("tag:yaml.org,2002:str", _yaml_str)
 _YamlLoader.add_constructor("tag:yaml.org,2002:float", _yaml_float)
+_YamlLoader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
 _YamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _yaml_str)  # dates stay text
 for _tag in ("binary", "set", "omap", "pairs"):
     _YamlLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _yaml_refused)
@@ -182,7 +192,10 @@ def _measure(root: yaml.Node) -> None:
 
 def parse_yaml(text: str) -> tuple[Any, Found]:
     """The document (None when unreadable) and every problem met reading it."""
-    loader = _YamlLoader(text)
+    try:
+        loader = _YamlLoader(text)  # refuses characters YAML does not allow (NUL, BEL, ...)
+    except yaml.reader.ReaderError as exc:
+        return None, [_unreadable(text, exc)]
     try:
         root = loader.get_single_node()
         if root is None:
@@ -200,7 +213,7 @@ def parse_yaml(text: str) -> tuple[Any, Found]:
             why += "; check the indentation"
         return None, [(mark.line + 1 if mark else None, f"invalid YAML: {why}")]
     except yaml.reader.ReaderError as exc:
-        return None, [(text.count("\n", 0, exc.position) + 1, f"invalid YAML: {exc.reason}")]
+        return None, [_unreadable(text, exc)]
     except (yaml.YAMLError, RecursionError) as exc:
         return None, [
             (
@@ -212,3 +225,10 @@ def parse_yaml(text: str) -> tuple[Any, Found]:
         ]
     finally:
         loader.dispose()
+
+
+def _unreadable(text: str, exc: yaml.reader.ReaderError) -> tuple[int, str]:
+    """A character YAML does not allow (a control character such as NUL), with its line."""
+    char = exc.character
+    shown = f" U+{char:04X}" if isinstance(char, int) else ""
+    return text.count("\n", 0, exc.position) + 1, f"invalid YAML: character{shown}: {exc.reason}"
