@@ -112,6 +112,31 @@ def admit_calls(
     return admitted, refused
 
 
+def ended(s: StepContext, flow: AbstractFlow) -> None:
+    """A governed loop is failing: its state goes, so what governance decided about its
+    last answer's calls, which no later turn's request carries, moves to the superstep's
+    decision record (``refused``, and ``violations`` with their call), where ``trace``
+    finds it. A loop without such decisions leaves the record as it was."""
+    phase = s.state.phase
+    if flow.governance is None or not isinstance(phase, OpenPhase):
+        return
+    answers = [i for i, m in enumerate(flow.messages) if m.get("role") == "assistant"]
+    if not answers:
+        return
+    last = flow.messages[answers[-1]]
+    calls = {str(c.get("id")): c for c in last.get("tool_calls") or () if isinstance(c, dict)}
+    node = s.env.plan.nodes[flow.node].id
+    where = {"node": node, "task_path": flow.task_path, "attempt": flow.attempt}
+    for entry in flow.messages[answers[-1] + 1 :]:
+        call = calls.get(str(entry.get("tool_call_id")))
+        if entry.get("refused") and call is not None:
+            made = {"tool": call.get("name"), "tool_call_id": call.get("id")}
+            phase.record.refused.append({**where, **made, "why": entry.get("content")})
+    for found in flow.governance.get("violations", ()):
+        if "tool_call_id" in found and str(found["tool_call_id"]) in calls:
+            phase.record.violations.append({**where, **found})
+
+
 def keeps_answer(flow: AbstractFlow) -> bool:
     """Whether an ask's answer must be kept until its round settles (a governed loop)."""
     return flow.governance is not None

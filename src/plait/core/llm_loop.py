@@ -82,6 +82,7 @@ def _key(s: StepContext, flow: AbstractFlow, kind: str) -> JournalKey:
 
 
 def _fail(s: StepContext, key: str, flow: AbstractFlow, detail: str) -> bool:
+    governed.ended(s, flow)
     del s.state.abstract_flows[key]
     fail_node(s.state, flow.node, detail)
     return True

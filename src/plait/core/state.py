@@ -69,8 +69,11 @@ class DecisionRecord:
     spawns: list[list[Any]] = field(default_factory=list)
     task_dispatched: list[list[Any]] = field(default_factory=list)
     violations: list[dict[str, Any]] = field(default_factory=list)
-    """Observe mode: final answers a ``require`` would have refused (§9). Kept here because
-    the answer ends the node, and its loop state with it."""
+    """Observe mode: final answers a ``require`` would have refused (§9), and the calls of
+    a failing loop's last answer enforce mode would have refused. Kept here because the
+    node's end takes its loop state with it."""
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    """Governance refusals of a failing loop's last answer, which no later turn carries."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -86,6 +89,8 @@ class DecisionRecord:
             out["task_dispatched"] = self.task_dispatched
         if self.violations:
             out["violations"] = self.violations
+        if self.refused:
+            out["refused"] = self.refused
         return out
 
     @staticmethod
@@ -99,6 +104,7 @@ class DecisionRecord:
             spawns=[list(x) for x in value.get("spawns", [])],
             task_dispatched=[list(x) for x in value.get("task_dispatched", [])],
             violations=[dict(x) for x in value.get("violations", [])],
+            refused=[dict(x) for x in value.get("refused", [])],
         )
 
 

@@ -144,12 +144,14 @@ class _Notes:
                     self.violations.setdefault(call, found)
 
     def read_decisions(self, store: Store, run_id: str, journal: Journal) -> None:
-        """Unmet ``require``s of observe-mode flows: each superstep's decision record keeps
-        them (the final answer that broke one ended the node and its loop state), in the
-        checkpoint that closed it or, while it is open, in its phase."""
+        """What each superstep's decision record keeps because the node's end took its loop
+        state with it: unmet ``require``s of observe-mode flows (the final answer that broke
+        one ended the node), and the refusals and violations of a failing loop's last
+        answer. Read from the checkpoint that closed the superstep or, while it is open,
+        from its phase."""
         nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
-        if not any(_observes(node) for node in nodes):
-            return  # no flow in observe mode: no checkpoint is read
+        if not any(_governed(node) for node in nodes):
+            return  # no flow: no checkpoint is read
         for meta in journal.checkpoints:
             value = loads(store.read_checkpoint(run_id, meta.seq))
             phase = value["scheduler"]["phase"]
@@ -157,7 +159,13 @@ class _Notes:
             if isinstance(phase, dict) and "Open" in phase:
                 records.append(phase["Open"].get("record") or {})
             for record in records:
+                for found in record.get("refused", ()):
+                    call = _call_of(found)
+                    self.refused.setdefault(call, {"content": found.get("why")})
                 for found in record.get("violations", ()):
+                    if "tool_call_id" in found:
+                        self.violations.setdefault(_call_of(found), found)
+                        continue
                     turn = (found["node"], found["task_path"], found["attempt"], found["turn"])
                     if found not in self.final.setdefault(turn, []):
                         self.final[turn].append(found)
@@ -263,6 +271,10 @@ def _violation_shown(found: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _observes(node: dict[str, Any]) -> bool:
-    flow = node.get("executor", {}).get("spec", {}).get("flow")
-    return isinstance(flow, dict) and flow.get("mode") == "observe"
+def _governed(node: dict[str, Any]) -> bool:
+    return isinstance(node.get("executor", {}).get("spec", {}).get("flow"), dict)
+
+
+def _call_of(found: dict[str, Any]) -> CallKey:
+    """The call a decision record's entry is about."""
+    return (found["node"], found["task_path"], found["attempt"], str(found["tool_call_id"]))

@@ -84,26 +84,42 @@ def _cycle(nodes: Sequence[str], edges: dict[str, list[str]]) -> list[list[str]]
     on_stack: set[str] = set()
     parts: list[list[str]] = []
 
-    def connect(v: str) -> None:  # Tarjan; flows are small, recursion depth is fine
+    def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in edges.get(v, []):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            part: list[str] = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1 or v in edges.get(v, []):
-                parts.append(part)
+
+    def connect(root: str) -> None:
+        # Tarjan, with an explicit stack of (step, next successor): a chain of thousands
+        # of steps must not exhaust Python's recursion limit.
+        visit(root)
+        walk = [(root, 0)]
+        while walk:
+            v, i = walk[-1]
+            successors = edges.get(v, [])
+            if i < len(successors):
+                walk[-1] = (v, i + 1)
+                w = successors[i]
+                if w not in index:
+                    visit(w)
+                    walk.append((w, 0))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            walk.pop()
+            if walk:
+                parent = walk[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                part: list[str] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    part.append(w)
+                    if w == v:
+                        break
+                if len(part) > 1 or v in successors:
+                    parts.append(part)
 
     for v in nodes:
         if v not in index:

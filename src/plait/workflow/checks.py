@@ -344,7 +344,8 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
         j.add("E019", f"{where}: kind {show(node.kind)} does not match its settings", place)
     for key in _ABSTRACT_ONLY if node.kind != "abstract" else ():
         if key in values:
-            why = f"{key} is only for abstract (LLM) nodes; this is a {node.kind} node"
+            kind = f"an {node.kind}" if node.kind[:1] in "aeiou" else f"a {node.kind}"
+            why = f"{key} is only for abstract (LLM) nodes; this is {kind} node"
             j.add("E019", f"{where}: {why}", (*place, key))
     if isinstance(node.ask, Mapping):
         ask_place = (*place, "ask")
