@@ -279,3 +279,32 @@ def test_the_human_outcome_line_names_the_code_of_a_stalled_run(cli: Cli):
 
     assert done.exit_code == 1, done
     assert "outcome: stalled (PLAIT-E001, node=ok)" in done.stdout + done.stderr
+
+
+def test_a_failure_stops_the_agent_beside_it_and_asks_nobody(cli: Cli):
+    # §3.5 fail-fast: the superstep drains with no new dispatch. The agent's first turn
+    # (a tool call) was in flight beside `bad`; it is not followed by the tool or a second
+    # turn, and the ask beside them is not left for anyone to answer.
+    (cli.folder / "failfast.yaml").write_text(
+        "name: failfast\n"
+        "nodes:\n"
+        "  - {id: go, tool: start}\n"
+        "  - {id: agent, instruction: Find it., tools: [lookup]}\n"
+        "  - {id: bad, tool: boom}\n"
+        "  - {id: sure, ask: {prompt: Sure?}}\n"
+        "edges: [{from: go, to: agent}, {from: go, to: bad}, {from: go, to: sure}]\n"
+        'llm: {model: "scripted:models/turns.json"}\n'
+        "tools:\n"
+        '  start: {python: "contract_tools:start"}\n'
+        '  lookup: {python: "contract_tools:lookup"}\n'
+        '  boom: {python: "contract_tools:boom"}\n'
+    )
+
+    done = cli.run("failfast.yaml", "r1")
+
+    assert done.exit_code == 1, done
+    assert done.data["outcome"]["kind"] == "failed" and done.data["outcome"]["node"] == "bad"
+    assert done.data["asks"] == [] and cli("asks", "r1").data["asks"] == []
+    kinds = [(e["node"], e["kind"]) for e in cli("trace", "r1").data["entries"]]
+    assert kinds == [("go", "tool"), ("bad", "tool"), ("sure", "ask"), ("agent", "llm")]
+    assert cli("verify", "r1").data["verified"] is True

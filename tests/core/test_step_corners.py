@@ -151,6 +151,33 @@ def test_fail_fast_close_fires_nothing_from_the_completed_sibling(order):
         assert scheduler["edge_fired"][2] == 0
 
 
+def test_a_failure_abandons_the_ask_of_its_superstep_instead_of_parking():
+    # s -> bad and s -> q (an ask): nobody is asked to answer for a run that has failed.
+    plan = build_plan(
+        [NodeSpec("s"), NodeSpec("bad"), NodeSpec("q", kind="ask")],
+        [EdgeSpec("s", "bad"), EdgeSpec("s", "q")],
+    )
+    env = ask_env(plan, q="ask")
+    state = fresh(env)
+    [first] = [
+        c
+        for c in step(env, state, [ClockReading(T0), Start({})]).commands
+        if isinstance(c, Dispatch)
+    ]
+    second = step(env, state, [ClockReading(T0 + 10), EffectResolved(first.key, ok(None))])
+    [bad] = [c for c in second.commands if isinstance(c, Dispatch) and c.key.node == "bad"]
+
+    commands = step(env, state, [ClockReading(T0 + 20), EffectResolved(bad.key, fail())]).commands
+
+    assert [c for c in commands if isinstance(c, Finish)] == [
+        Finish({"Failed": {"node": "bad", "detail": "ExecutorError: boom"}})
+    ]
+    assert not any(isinstance(c, EmitEnvelope) for c in commands)
+    terminal = json.loads([c for c in commands if isinstance(c, WriteCheckpoint)][-1].data)
+    assert terminal["scheduler"]["pending_asks"] == {}
+    assert terminal["scheduler"]["announced_asks"] == []
+
+
 # --- 3. cancel while parked on an ask -----------------------------------------------
 
 

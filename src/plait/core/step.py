@@ -207,9 +207,16 @@ def _draining(state: SchedulerState) -> bool:
     return state.cancel is not None or state.exhausted is not None
 
 
+def _ending(state: SchedulerState) -> bool:
+    """Draining, or a node failed for good: loops take no further turn."""
+    return _draining(state) or state.failed is not None
+
+
 def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
     state = s.state
-    if not _draining(state) and llm_loop.serve_needs(s, phase):
+    # After a permanent failure the superstep drains with no new dispatches but retries
+    # (§3.5): a loop does not take its next turn, and nobody is asked to answer.
+    if not _ending(state) and llm_loop.serve_needs(s, phase):
         return True
     if not _draining(state):
         ready = [i for i, ns in enumerate(state.node_state) if ns == READY]
@@ -229,9 +236,15 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
                 send.dispatch_task(s, phase, path)
             return True
     only_asks = bool(phase.outstanding) and state.is_parked()
-    settled = not phase.outstanding and (_draining(state) or not llm_loop.has_needs(s))
-    if settled or (state.cancel is not None and only_asks):
-        if state.cancel is not None:
+    settled = not phase.outstanding and (_ending(state) or not llm_loop.has_needs(s))
+    # A cancel abandons whatever waits on the world (the verb cancels child runs too); a
+    # failure abandons asks and timers, and waits for a parked child run to finish.
+    abandon = state.cancel is not None or (
+        state.failed is not None
+        and not any("child" in entry for entry in state.pending_asks.values())
+    )
+    if settled or (abandon and only_asks):
+        if abandon:
             phase.outstanding.clear()
             state.pending_asks.clear()
             state.announced_asks.clear()
