@@ -171,6 +171,31 @@ def test_gc_deletes_finished_runs_older_than_the_duration(cli: Cli, age, later, 
     assert "parked" in cli.run_ids()
 
 
+@pytest.mark.parametrize(
+    "after_it_ended", [("cancel", "done", "--reason", "late"), ("send", "done", "hello")]
+)
+def test_gc_deletes_a_finished_run_that_a_cancel_or_a_message_reached_after_it_ended(
+    cli: Cli, after_it_ended
+):
+    cli.run("outcomes.yaml", "done", "--input", '{"route": "end"}')
+    assert cli(*after_it_ended).data == {"run_id": "done", "accepted": True}
+
+    done = cli("gc", "--older-than", "1h", now=T0 + 2 * HOUR)
+
+    assert (done.exit_code, done.data) == (0, {"deleted": 1, "runs": ["done"]})
+    assert cli.run_ids() == []
+
+
+def test_gc_keeps_a_budget_exhausted_run_whose_budget_was_raised(cli: Cli):
+    cli.run("loop.yaml", "spent")
+    cli("raise-budget", "spent", "supersteps=50")
+
+    done = cli("gc", "--older-than", "1h", now=T0 + 2 * HOUR)
+
+    assert done.data == {"deleted": 0, "runs": []}
+    assert cli("resume", "spent", now=T0 + 2 * HOUR).data["status"] == "completed"
+
+
 def test_gc_of_a_bad_duration_is_e019(cli: Cli):
     done = cli("gc", "--older-than", "30 days")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import io
+import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,27 @@ def test_serve_without_fastapi_tells_to_install_the_server_extra(monkeypatch):
     assert result.exit_code == 2
     assert "pip install 'plait[server]'" in result.stderr
     assert TOKEN not in result.output
+
+
+@pytest.mark.parametrize("port", ["65536", "-1"])
+def test_serve_on_a_port_out_of_range_is_a_usage_error(port):
+    result = CliRunner().invoke(cli_app, ["serve", "--token", TOKEN, "--port", port, "--json"])
+
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "PLAIT-E019"
+
+
+def test_serve_on_an_address_it_cannot_have_is_refused_with_exit_2(tmp_path: Path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        db = f"sqlite:///{tmp_path}/plait.db"
+
+        result = CliRunner().invoke(
+            cli_app, ["serve", "--token", TOKEN, "--port", port, "--db", db, "--json"]
+        )
+
+    assert result.exit_code == 2  # not uvicorn's 3, which plait reserves for a parked run
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "PLAIT-E019" and f"127.0.0.1:{port}" in error["message"]

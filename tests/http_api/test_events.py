@@ -7,6 +7,8 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 
+import pytest
+
 from http_api.support import Api
 from plait.core.keys import JournalKey
 from plait.server.auth import Access
@@ -100,6 +102,19 @@ def test_a_parked_runs_stream_ends_and_a_later_one_follows_it_on(api: Api):
     assert [int(e["id"]) for e in first[:-1] + second[:-1]] == journal_seqs(api, "r1")
 
 
+@pytest.mark.parametrize("seq", ["99999999999999999999", "-99999999999999999999"])
+def test_a_seq_no_store_can_hold_starts_after_everything_or_at_the_beginning(api: Api, seq):
+    api.start("question", "r1")
+    seqs = journal_seqs(api, "r1")
+
+    by_query = parse(api.events("r1", f"?after={seq}"))
+    by_header = parse(api.events("r1", **{"Last-Event-ID": seq}))
+
+    sent = [] if seq[0] != "-" else seqs
+    assert [int(e["id"]) for e in by_query[:-1]] == [int(e["id"]) for e in by_header[:-1]] == sent
+    assert by_query[-1]["event"] == by_header[-1]["event"] == "end"
+
+
 def test_a_bad_last_event_id_is_400_E019(api: Api):
     api.start("question", "r1")
 
@@ -171,4 +186,19 @@ def test_the_stream_polls_while_the_run_moves_and_ends_once_it_settles():
     }
     assert any(f.startswith(":") for f in frames)  # a heartbeat while nothing moved
     assert store.reads[:2] == ["status", "journal"]  # the status is read before the journal
+    assert store.closed
+
+
+def test_the_stream_of_a_moving_run_closes_without_end_when_the_server_stops():
+    store = MovingStore(statuses=["running"], journals=[Journal("r1")])
+    settings = ServerSettings(
+        "unused", Access("t", "p"), poll_s=0.0, heartbeat_s=0.0, stopping=lambda: True
+    )
+
+    async def collect() -> list[str]:
+        return [frame async for frame in journal_events(settings, store, "r1", 0)]
+
+    frames = asyncio.run(collect())
+
+    assert frames == []  # no `end`: the run has not settled; the client reconnects later
     assert store.closed

@@ -186,7 +186,8 @@ def test_gc_takes_whole_finished_trees_only(db: str, tmp_path: Path) -> None:
         store = rt.store
         for run_id in ("old", "tree", "busy", "raised", "leased"):
             add_run(store, run_id, "running", 0)
-            store.commit(run_id, None, [RecordWrite("x", {}), StatusWrite("completed", None, 0)])
+            status = "budget_exhausted" if run_id == "raised" else "completed"
+            store.commit(run_id, None, [RecordWrite("x", {}), StatusWrite(status, None, 0)])
         add_run(store, "tree~a", "running", 0, parent="tree")
         store.commit("tree~a", None, [StatusWrite("failed", None, 0)])
         add_run(store, "busy~a", "parked", 0, parent="busy")  # a parked child keeps its tree

@@ -256,6 +256,38 @@ def test_gc_deletes_old_finished_runs_and_never_parked_queued_or_new_ones(
     assert verify_all(postgres_url)["failed"] == 0
 
 
+def test_gc_deletes_a_finished_run_that_a_cancel_or_message_reached_after_it_ended(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    from plait import Runtime, load_workflow
+
+    count_file = str(tmp_path / "c")
+    with Runtime(postgres_url, principal="tester", clock=lambda: T0) as rt:
+        for run_id in ("canceled-late", "messaged-late"):
+            rt.run_sync(load_workflow(FLOW), {"count_file": count_file, "n": 1}, run_id=run_id)
+        rt.cancel("canceled-late", "too late")
+        rt.send("messaged-late", "too late")
+    later = {"PLAIT_NOW_MS": str(T0 + 2 * 3_600_000)}
+
+    collected = plait("gc", "--older-than", "1h", "--db", postgres_url, "--json", env=later)
+
+    assert json.loads(collected.stdout) == {
+        "deleted": 2,
+        "runs": ["canceled-late", "messaged-late"],
+    }
+
+
+def test_a_worker_with_a_huge_concurrency_claims_in_batches(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    enqueue(postgres_url, FLOW, {"h1": {"count_file": str(tmp_path / "c"), "n": 1}})
+
+    done = plait("worker", "--concurrency", str(10**20), "--once", "--db", postgres_url, "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["statuses"] == {"completed": 1}
+
+
 def test_worker_refuses_a_bad_concurrency(postgres_url: str) -> None:
     bad = plait("worker", "--concurrency", "0", "--once", "--db", postgres_url, "--json")
     assert bad.returncode == 2 and "PLAIT-E019" in bad.stdout

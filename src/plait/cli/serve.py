@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from typing import Annotated, TextIO
@@ -16,6 +17,7 @@ import typer
 
 from plait.cli.common import AsOption, DbOption, JsonOption
 from plait.cli.output import EXIT_REFUSED, Output
+from plait.core.errors import PlaitError
 from plait.driver.runtime import default_db
 from plait.server.auth import TOKEN_ENV, resolve_token
 from plait.store import open_store
@@ -40,11 +42,33 @@ def server_token(given: str | None, environ: Mapping[str, str], err: TextIO) -> 
     return token
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one), or PLAIT-E019 saying why
+    there cannot be one (an address in use, a host that does not resolve), before serving."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise PlaitError("E019", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)  # connections wait in the backlog until the server takes them
+    except OSError as exc:
+        sock.close()
+        raise PlaitError("E019", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
 def serve(
     host: Annotated[str, typer.Option("--host", metavar="H", help="Address to listen on.")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option("--port", metavar="P", help="Port to listen on.")] = 8000,
+    port: Annotated[
+        int, typer.Option("--port", metavar="P", min=0, max=65535, help="Port to listen on.")
+    ] = 8000,
     token: Annotated[
         str | None,
         typer.Option(
@@ -72,6 +96,7 @@ def serve(
     url = db or default_db()
     with out.reporting():
         open_store(url).close()  # an unreachable store refuses now, not at the first request
+        sock = listening_socket(host, port)  # and an address it cannot have
     import uvicorn
 
     from plait.server.app import create_app
@@ -81,5 +106,11 @@ def serve(
         db=url,
         principal=principal,
         bound=principal is not None,
+        stopping=lambda: server.should_exit,  # event streams of moving runs close on a stop
     )
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    sys.stderr.write(f"plait serve: listening on http://{shown}:{bound_port}/ (Ctrl-C stops it)\n")
+    sys.stderr.flush()
+    server.run(sockets=[sock])

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
 DEFAULT_POLL_MS = 1000
 MAX_BACKOFF_S = 60.0
+CLAIM_BATCH = 256  # runs claimed in one transaction at most (the loop claims again at once)
 _LISTEN_SLICE_S = 0.5  # one wait of the listener thread (interrupt() ends it at once)
 _RELISTEN_S = 1.0  # a lost notification connection is opened again this often (at most)
 
@@ -242,7 +243,8 @@ class Worker:
         return self.report
 
     def _claim(self, pool: ThreadPoolExecutor) -> list[_Claim]:
-        free = self.concurrency - len(self._in_flight)
+        # A huge --concurrency claims in batches (a store's LIMIT is a 64-bit integer).
+        free = min(self.concurrency - len(self._in_flight), CLAIM_BATCH)
         if free <= 0:
             return []
         claims = [

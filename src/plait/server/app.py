@@ -8,12 +8,20 @@ docs/server.md, and those pages would load their script from a CDN.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import Depends, FastAPI
 
 from plait.driver.runtime import default_db, default_principal
 from plait.server import commands, console, driving, errors, events, reading
 from plait.server.auth import Access
-from plait.server.settings import DEFAULT_HEARTBEAT_S, DEFAULT_POLL_S, ServerSettings, authenticated
+from plait.server.settings import (
+    DEFAULT_HEARTBEAT_S,
+    DEFAULT_POLL_S,
+    ServerSettings,
+    authenticated,
+    never_stopping,
+)
 
 
 def create_app(
@@ -24,12 +32,15 @@ def create_app(
     bound: bool = False,
     poll_s: float = DEFAULT_POLL_S,
     heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+    stopping: Callable[[], bool] | None = None,
 ) -> FastAPI:
     """The API on store ``db`` (default ``$PLAIT_DB``, else ``.plait/plait.db``), behind ``token``.
 
     ``principal``: who requests act as when they name nobody (default ``$PLAIT_PRINCIPAL``,
     else the OS user); ``bound``: the token always acts as ``principal`` (``auth.Access``).
-    ``poll_s``: how often an event stream reads the store while a run moves.
+    ``poll_s``: how often an event stream reads the store while a run moves. ``stopping``:
+    whether the server is shutting down (an event stream of a moving run then closes,
+    else it would hold the shutdown until the run settles).
     """
     if not token:
         raise ValueError("create_app needs a non-empty token")
@@ -41,7 +52,9 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
-    app.state.plait = ServerSettings(db or default_db(), access, poll_s, heartbeat_s)
+    app.state.plait = ServerSettings(
+        db or default_db(), access, poll_s, heartbeat_s, stopping or never_stopping
+    )
     errors.install(app)
     guarded = [Depends(authenticated)]
     for module in (reading, commands, driving, events):

@@ -4,7 +4,9 @@ One event per journal item, in ``seq`` order: ``intent``, ``result``, ``checkpoi
 (its metadata, not its bytes) and ``record`` (clock readings, answers, cancels, ...),
 each with ``id: <seq>`` so a client resumes with ``?after=SEQ`` or ``Last-Event-ID``.
 The stream ends with an ``end`` event once the run is parked or finished and every
-item journaled up to then was sent; a client reconnects to follow it further.
+item journaled up to then was sent; a client reconnects to follow it further. When the
+server stops, the stream of a run still moving closes without ``end`` (a server waits
+for its responses to finish before it exits, and that could take forever).
 
 Events are observational only (ARCHITECTURE.md §12): the stream reads the store and
 never writes it, so a slow or vanished subscriber cannot change a run. The store is
@@ -99,6 +101,8 @@ async def journal_events(
             if status in SETTLED:
                 yield frame("end", {"run_id": run_id, "status": status, "after": after})
                 return
+            if settings.stopping():
+                return  # no `end`: the client reconnects with Last-Event-ID and goes on
             if items:
                 idle = 0.0
                 continue
@@ -111,14 +115,22 @@ async def journal_events(
         store.close()
 
 
+MAX_SEQ = 2**63 - 1
+"""The largest seq a store can hold (a 64-bit integer): past it there is nothing to send."""
+
+
 def start_seq(after: int | None, last_event_id: str | None) -> int:
-    """Where the stream starts: ``?after=``, else ``Last-Event-ID``, else the beginning."""
+    """Where the stream starts: ``?after=``, else ``Last-Event-ID``, else the beginning.
+
+    Seqs start at 1 and fit 64 bits: a seq past any a store can hold means "after
+    everything", one below 1 the beginning (a store would refuse to compare with either).
+    """
     if after is not None:
-        return after
+        return max(0, min(after, MAX_SEQ))
     if last_event_id is None or not last_event_id.strip():
         return 0
     try:
-        return int(last_event_id.strip())
+        return max(0, min(int(last_event_id.strip()), MAX_SEQ))
     except ValueError:
         raise PlaitError(
             "E019", f"Last-Event-ID {last_event_id!r}: expected a journal seq (an integer)"

@@ -7,7 +7,7 @@ separate ``plait`` commands would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated
@@ -21,14 +21,21 @@ DEFAULT_POLL_S = 0.25
 DEFAULT_HEARTBEAT_S = 15.0
 
 
+def never_stopping() -> bool:
+    """A server run by someone else's ASGI server: its streams end only when runs settle."""
+    return False
+
+
 @dataclass(frozen=True)
 class ServerSettings:
-    """The store URL, who may call and as whom, and how the event stream polls."""
+    """The store URL, who may call and as whom, how the event stream polls, and whether
+    the server is shutting down."""
 
     db: str
     access: Access
     poll_s: float = DEFAULT_POLL_S
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    stopping: Callable[[], bool] = never_stopping
 
     @contextmanager
     def runtime(

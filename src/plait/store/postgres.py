@@ -224,11 +224,14 @@ _CLAIMED = (
     " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %s ELSE updated_ms END"
     " WHERE run_id = ANY(%s)"
 )
-# Finished top-level runs old enough for gc, with nothing due and no live lease.
+# Finished top-level runs old enough for gc, with nothing due and no live lease. Of the
+# finished statuses only budget_exhausted is ever driven again (once raised): a wake time
+# on any other (a cancel, message or answer journaled as or after the run finished) wants
+# nothing, and must not keep the run forever.
 _GC_ROOTS = (
     "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
     " WHERE r.parent_run_id IS NULL AND r.status = ANY(%(finished)s)"
-    " AND r.updated_ms < %(before)s AND r.wake_ms IS NULL"
+    " AND r.updated_ms < %(before)s AND (r.wake_ms IS NULL OR r.status <> 'budget_exhausted')"
     " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
     " ORDER BY r.run_id FOR UPDATE OF r SKIP LOCKED"
 )
@@ -238,7 +241,7 @@ _GC_TREE = (
     "  SELECT id, id FROM unnest(%(roots)s::text[]) AS roots (id)"
     "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
     " SELECT t.run_id, t.root, c.status IN ('completed', 'failed', 'stalled', 'canceled',"
-    "  'budget_exhausted') AND c.wake_ms IS NULL"
+    "  'budget_exhausted') AND (c.wake_ms IS NULL OR c.status <> 'budget_exhausted')"
     "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
     " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
@@ -550,7 +553,8 @@ class PostgresStore:
         """Delete finished runs last updated before ``before_ms``: their ids, sorted.
 
         A top-level run qualifies when it is finished (completed, failed, stalled,
-        canceled, budget_exhausted), nothing wants it driven (no wake time) and no live
+        canceled, budget_exhausted), nothing wants it driven (a budget-exhausted run with
+        a wake time may go on; no other finished run is driven again) and no live
         lease is held on it; it goes with its child runs, and only when every one of
         them is finished too. Parked, queued and running runs are never touched. Its
         journal, manifests, lease and run row are deleted in one transaction; the

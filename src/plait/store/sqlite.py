@@ -106,10 +106,11 @@ _CLAIMED = (
     " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN ? ELSE updated_ms END"
     " WHERE run_id = ?"
 )
+# Finished runs old enough for gc (see PostgresStore's _GC_ROOTS for the wake time rule).
 _GC_ROOTS = (
     "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
     f" WHERE r.parent_run_id IS NULL AND r.status IN ({_FINISHED})"
-    " AND r.updated_ms < :before AND r.wake_ms IS NULL"
+    " AND r.updated_ms < :before AND (r.wake_ms IS NULL OR r.status <> 'budget_exhausted')"
     " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
     " ORDER BY r.run_id"
 )
@@ -117,7 +118,8 @@ _GC_TREE = (
     "WITH RECURSIVE tree (run_id, root) AS ("
     "  SELECT value, value FROM json_each(:roots)"
     "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
-    f" SELECT t.run_id, t.root, c.status IN ({_FINISHED}) AND c.wake_ms IS NULL"
+    f" SELECT t.run_id, t.root, c.status IN ({_FINISHED})"
+    "  AND (c.wake_ms IS NULL OR c.status <> 'budget_exhausted')"
     "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
     " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
