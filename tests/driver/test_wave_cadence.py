@@ -17,6 +17,7 @@ import pytest
 
 from plait import Runtime, Workflow
 from plait.core.keys import JournalKey
+from plait.workflow import load_workflow
 
 WAIT_S = 5.0
 """How long a tool waits for its partner before giving up (only reached when broken)."""
@@ -138,6 +139,60 @@ def assert_one_clock_per_feed(rt: Runtime, run_id: str) -> list[int]:
     for batch, (reading,) in zip(batches[1:], clocks[1:], strict=True):
         assert {by_node[node] for node in resolved_nodes(batch)} == {reading}
     return [c[0] for c in clocks]
+
+
+CHILD_TOOLS = """
+import asyncio
+import time
+from pathlib import Path
+
+
+def inner(folder: str) -> dict:
+    Path(folder, "inner-started").touch()
+    deadline = time.monotonic() + 5  # only reached when broken
+    while not Path(folder, "sibling-ran").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return {"inner_saw_sibling": Path(folder, "sibling-ran").exists()}
+
+
+async def sibling(folder: str) -> dict:
+    deadline = time.monotonic() + 5  # only reached when broken
+    while not Path(folder, "inner-started").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    Path(folder, "sibling-ran").touch()
+    return {"sibling": True}
+
+
+def start() -> dict:
+    return {}
+"""
+
+
+def test_a_child_runs_tool_does_not_block_the_effects_beside_its_subgraph(tmp_path, db):
+    """A child run's only effect is alone in the child's wave, not on the event loop: the
+    parent's other effects of that wave (an async tool here) must run while it blocks.
+    Run inline, it stalled them: a quick sibling with `timeout_s` failed with Timeout."""
+    (tmp_path / "sync_tools.py").write_text(CHILD_TOOLS)
+    (tmp_path / "child.yaml").write_text(
+        "name: child\nnodes: [{id: inner, tool: inner}]\n"
+        'tools: {inner: {python: "sync_tools:inner"}}\n'
+    )
+    (tmp_path / "parent.yaml").write_text(
+        "name: parent\n"
+        "nodes:\n"
+        "  - {id: start, tool: start}\n"
+        "  - {id: sub, workflow: child.yaml}\n"  # dispatched before the sibling
+        "  - {id: beside, tool: sibling}\n"
+        "edges: [{from: start, to: sub}, {from: start, to: beside}]\n"
+        "tools:\n"
+        '  start: {python: "sync_tools:start"}\n'
+        '  sibling: {python: "sync_tools:sibling", timeout_s: 30}\n'
+    )
+    with Runtime(db, clock=CountingClock(), principal="alice", telemetry=False) as rt:
+        result = rt.run_sync(load_workflow(tmp_path / "parent.yaml"), {"folder": str(tmp_path)})
+    assert result.status == "completed", result.outcome
+    assert result.context["inner_saw_sibling"] is True
+    assert result.context["sibling"] is True
 
 
 def test_each_wave_feeds_exactly_one_clock_reading(db):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,10 +35,20 @@ from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.clock import Clock
 
+_BESIDE_OTHERS: ContextVar[bool] = ContextVar("plait_beside_others", default=False)
+"""True inside an effect that runs beside others: a child run driven by a subgraph effect
+of a wave with several live effects. None of that child's effects is ever alone."""
+
+
+async def _beside_others(run: Awaitable[EffectOutcome | None]) -> EffectOutcome | None:
+    _BESIDE_OTHERS.set(True)  # gather runs each effect in a task of its own context
+    return await run
+
 
 class Executor(Protocol):
-    """Runs one dispatched effect. ``alone``: it is the wave's only live effect, so a
-    blocking tool may run inline instead of on the thread pool (nothing waits beside it)."""
+    """Runs one dispatched effect. ``alone``: it is the only live effect on the event loop
+    (the wave's only one, in a run no sibling effect runs beside), so a blocking tool may
+    run inline instead of on the thread pool (nothing waits beside it)."""
 
     def __call__(
         self, dispatch: Dispatch, idempotency_key: str, alone: bool
@@ -181,9 +192,13 @@ async def drive(
         live = [i for i, (_, known, _) in enumerate(wave) if known is None]
         if len(live) == 1:
             d = wave[live[0]][2]
-            settled[live[0]] = await execute(d, idempotency[d.key], True)
+            alone = not _BESIDE_OTHERS.get()
+            settled[live[0]] = await execute(d, idempotency[d.key], alone)
         elif live:
-            runs = [execute(wave[i][2], idempotency[wave[i][2].key], False) for i in live]
+            runs = [
+                _beside_others(execute(wave[i][2], idempotency[wave[i][2].key], False))
+                for i in live
+            ]
             for i, result in zip(live, await asyncio.gather(*runs), strict=True):
                 settled[i] = result
         now = clock()
