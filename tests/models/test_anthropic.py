@@ -245,3 +245,18 @@ def test_other_bad_requests_and_server_errors_are_ExecutorError(router, turn):
     first, second = failure(model, turn()), failure(model, turn())
 
     assert (first.cause, second.cause) == ("ExecutorError", "ExecutorError")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("application/json", "{not json"), ("text/html", "<html>bad gateway</html>")],
+)
+def test_an_answer_that_is_not_json_is_ExecutorError(router, turn, content_type, body):
+    router.post(URL).mock(
+        return_value=httpx.Response(200, content=body, headers={"content-type": content_type})
+    )
+
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "ExecutorError"
+    assert failed.detail.startswith("the provider's answer is not JSON")

@@ -344,3 +344,18 @@ def test_an_openai_compatible_server_needs_no_api_key(monkeypatch):
 
     assert client.api_key == "unused"
     assert str(client.base_url).startswith("http://localhost:11434/v1")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("application/json", "{not json"), ("text/html", "<html>bad gateway</html>")],
+)
+def test_an_answer_that_is_not_json_is_ExecutorError(router, turn, content_type, body):
+    router.post(URL).mock(
+        return_value=httpx.Response(200, content=body, headers={"content-type": content_type})
+    )
+
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "ExecutorError"
+    assert failed.detail.startswith("the provider's answer is not JSON")

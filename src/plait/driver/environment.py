@@ -15,6 +15,7 @@ import jsonschema
 from plait.core.canonical import JSON
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
 from plait.governance import flow_from_dict
+from plait.models.base import unparsed_arguments
 from plait.tools.python import input_schema
 
 if TYPE_CHECKING:
@@ -48,6 +49,23 @@ def _validator(schemas: Mapping[str, Mapping[str, Any]]) -> Callable[[str, JSON]
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(root)"
         return f"{where}: {first.message}"
+
+    return validate
+
+
+def _arguments_validator(
+    schemas: Mapping[str, Mapping[str, Any]],
+) -> Callable[[str, JSON], str | None]:
+    """A model call's arguments against its tool's schema; arguments a provider sent that
+    were not a JSON object are invalid whatever the schema (even a tool without one)."""
+    against_schema = _validator(schemas)
+
+    def validate(name: str, value: JSON) -> str | None:
+        raw = unparsed_arguments(value)
+        if raw is not None:
+            shown = raw if len(raw) <= 200 else raw[:200] + "…"
+            return f"(root): the arguments are not a JSON object: {shown!r}"
+        return against_schema(name, value)
 
     return validate
 
@@ -95,7 +113,7 @@ def env_from_manifest(
         plan=manifest_plan(manifest),
         executors=executors,
         budgets=budgets or Budgets.from_json(manifest.get("budgets", {})),
-        validate_args=_validator(pinned),
+        validate_args=_arguments_validator(pinned),
         validate_response=_validator(response_schemas),
         ask_ttl_sec=(manifest.get("asks") or {}).get("ttl_s"),
         llm_reserve_tokens=max_tokens,

@@ -15,6 +15,7 @@ ContextTooLong like a prompt the API refused, so the loop folds.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +24,15 @@ import anthropic
 from anthropic import AsyncAnthropic
 
 from plait.core.canonical import dumps
-from plait.models.base import AdapterSettings, ModelError, ModelRequest, ModelResponse, ToolSpec
+from plait.models.base import (
+    RAW_ARGUMENTS,
+    AdapterSettings,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolSpec,
+    excerpt,
+)
 
 SCHEMA_INSTRUCTION = (
     "When you give your final answer, reply with only a JSON object that matches this "
@@ -107,6 +116,8 @@ def anthropic_messages(entries: tuple[Mapping[str, Any], ...]) -> list[dict[str,
 
 def parse_message(message: Any, model: str, *, json_answer: bool = False) -> ModelResponse:
     """A ``Message`` as a ``ModelResponse``; text blocks are joined, tool uses become calls."""
+    if isinstance(message, str | bytes):  # the SDK's answer to a body that is not JSON
+        raise ModelError("ExecutorError", f"the provider's answer is not JSON: {excerpt(message)}")
     if message.stop_reason == WINDOW_FULL:
         raise ModelError(
             "ContextTooLong", f"the answer stopped at the context window ({WINDOW_FULL})"
@@ -116,7 +127,9 @@ def parse_message(message: Any, model: str, *, json_answer: bool = False) -> Mod
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {"_raw": block.input}
+            arguments = (
+                block.input if isinstance(block.input, dict) else {RAW_ARGUMENTS: block.input}
+            )
             calls.append({"id": block.id, "name": block.name, "arguments": arguments})
     text = "".join(texts) if texts else None
     if json_answer and text is not None and not calls:
@@ -149,6 +162,8 @@ def model_error(exc: Exception) -> ModelError:
         return ModelError("ContextTooLong", detail)
     if isinstance(exc, anthropic.APIError):
         return ModelError("ExecutorError", detail)
+    if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not
+        return ModelError("ExecutorError", f"the provider's answer is not JSON ({detail})")
     return ModelError("Unknown", detail)
 
 

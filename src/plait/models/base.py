@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
+
+RAW_ARGUMENTS = "_raw"
+"""The key under which an adapter keeps tool-call arguments that were not a JSON object
+(``{"_raw": <the provider's text>}``), so the answer stays journal-shaped while the
+loop's argument check refuses the call (``unparsed_arguments``)."""
 
 CAUSES = ("Timeout", "ExecutorError", "SchemaValidationFailed", "ContextTooLong", "Unknown")
 """The failure causes an adapter may report (ARCHITECTURE.md §3.3); SchemaValidationFailed
@@ -104,6 +110,20 @@ class ModelResponse:
             stop_reason=data.get("stop_reason"),
             model=data.get("model", ""),
         )
+
+
+def unparsed_arguments(arguments: Any) -> str | None:
+    """The text a provider sent as a call's arguments when it was not a JSON object, else None."""
+    if isinstance(arguments, Mapping) and len(arguments) == 1 and RAW_ARGUMENTS in arguments:
+        raw = arguments[RAW_ARGUMENTS]
+        return raw if isinstance(raw, str) else dumps(raw)
+    return None
+
+
+def excerpt(body: str | bytes, limit: int = 200) -> str:
+    """The start of a provider's unexpected body (quoted), for a failure detail."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 class ModelError(Exception):

@@ -12,6 +12,7 @@ text goes back to the provider verbatim if the transcript is sent again.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -20,11 +21,17 @@ import openai
 from openai import AsyncOpenAI
 
 from plait.core.canonical import CanonicalJSONError, dumps, loads
-from plait.models.base import AdapterSettings, ModelError, ModelRequest, ModelResponse, ToolSpec
+from plait.models.base import (
+    RAW_ARGUMENTS,
+    AdapterSettings,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ToolSpec,
+    excerpt,
+)
 
 ERROR_PREFIX = "Error: "
-RAW = "_raw"
-"""The key holding tool-call arguments that were not a JSON object."""
 
 # What OpenAI and the compatible servers say when the prompt does not fit
 # (OpenAI's code; vLLM's and llama.cpp's messages).
@@ -58,7 +65,7 @@ class OpenAIModel:
         try:
             params = chat_request(request, self.model, compatible=self.compatible)
             completion = await self._sdk().chat.completions.create(**params)
-            return parse_completion(completion, self.model)
+            return parse_completion(completion, self.model, request.call_id)
         except Exception as exc:
             raise model_error(exc) from exc
 
@@ -133,8 +140,13 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return messages
 
 
-def parse_completion(completion: Any, model: str) -> ModelResponse:
-    """A ``ChatCompletion`` as a ``ModelResponse`` (the first choice)."""
+def parse_completion(completion: Any, model: str, turn: str = "") -> ModelResponse:
+    """A ``ChatCompletion`` as a ``ModelResponse`` (the first choice); ``turn``: the turn's
+    call id, from which a tool call the provider sent without an id of its own gets one."""
+    if isinstance(completion, str | bytes):  # the SDK's answer to a body that is not JSON
+        raise ModelError(
+            "ExecutorError", f"the provider's answer is not JSON: {excerpt(completion)}"
+        )
     if not completion.choices:
         raise ModelError("ExecutorError", "the provider answered without a choice")
     choice = completion.choices[0]
@@ -142,20 +154,18 @@ def parse_completion(completion: Any, model: str) -> ModelResponse:
     text = message.content
     if text is None and getattr(message, "refusal", None):
         text = message.refusal
-    calls = []
-    for call in message.tool_calls or ():
+    calls: list[dict[str, Any]] = []
+    for index, call in enumerate(message.tool_calls or ()):
         function = getattr(call, "function", None)
         if function is not None:
-            calls.append(
-                {
-                    "id": call.id,
-                    "name": function.name,
-                    "arguments": parse_arguments(function.arguments),
-                }
-            )
+            name, arguments = function.name, parse_arguments(function.arguments)
         else:  # a custom (free-text) tool call: plait never offers one, keep it visible anyway
-            custom = call.custom
-            calls.append({"id": call.id, "name": custom.name, "arguments": {RAW: custom.input}})
+            name, arguments = call.custom.name, {RAW_ARGUMENTS: call.custom.input}
+        # Some compatible servers send no id, or the same id twice: the tool results must
+        # still say which call they answer (and the Agent API answers calls by id).
+        used = {c["id"] for c in calls}
+        call_id = call.id if call.id and call.id not in used else f"call_{turn[:12]}_{index}"
+        calls.append({"id": call_id, "name": name, "arguments": arguments})
     usage = completion.usage
     return ModelResponse(
         text=text,
@@ -174,8 +184,8 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     try:
         value = loads(text)
     except CanonicalJSONError:
-        return {RAW: text}
-    return value if isinstance(value, dict) else {RAW: text}
+        return {RAW_ARGUMENTS: text}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS: text}
 
 
 def model_error(exc: Exception) -> ModelError:
@@ -189,6 +199,8 @@ def model_error(exc: Exception) -> ModelError:
         return ModelError("ContextTooLong", detail)
     if isinstance(exc, openai.APIError):
         return ModelError("ExecutorError", detail)
+    if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not
+        return ModelError("ExecutorError", f"the provider's answer is not JSON ({detail})")
     return ModelError("Unknown", detail)
 
 
@@ -208,7 +220,7 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 def _arguments_text(call: Mapping[str, Any]) -> str:
     arguments = call.get("arguments") or {}
-    raw = arguments.get(RAW)
+    raw = arguments.get(RAW_ARGUMENTS)
     if len(arguments) == 1 and isinstance(raw, str):
         return raw
     return dumps(arguments)
