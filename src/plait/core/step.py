@@ -237,12 +237,9 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
             return True
     only_asks = bool(phase.outstanding) and state.is_parked()
     settled = not phase.outstanding and (_ending(state) or not llm_loop.has_needs(s))
-    # A cancel abandons whatever waits on the world (the verb cancels child runs too); a
-    # failure abandons asks and timers, and waits for a parked child run to finish.
-    abandon = state.cancel is not None or (
-        state.failed is not None
-        and not any("child" in entry for entry in state.pending_asks.values())
-    )
+    # A cancel or a failure abandons whatever waits on the world: asks, timers and parked
+    # child runs (the cancel verb, or the driver once the run has failed, cancels those).
+    abandon = state.cancel is not None or state.failed is not None
     if settled or (abandon and only_asks):
         if abandon:
             phase.outstanding.clear()

@@ -43,7 +43,7 @@ from plait.driver.run_ids import check_run_id
 from plait.driver.settle import settlements
 from plait.driver.telemetry import run_trace
 from plait.driver.verify import VerifyReport, verify_run
-from plait.driver.wave import Observer, RunResult, drive
+from plait.driver.wave import Observer, RunResult, contract_outcome, drive
 from plait.store import open_store
 from plait.store.base import Store
 from plait.store.records import CheckpointWrite, Journal, RecordWrite, RunInfo, StatusWrite
@@ -299,6 +299,8 @@ class Runtime:
                 state = self._state_at(run_id, meta.seq)
                 events = [ClockReading(now), *self._unfed_events(journal)]
                 if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
+                    if state.failed is not None:  # a crash may have come before (§3.5)
+                        await self._cancel_children(run_id)
                     return RunResult.of(state)
             driving = True
             return await self._drive(
@@ -408,6 +410,8 @@ class Runtime:
                 result.asks = self.asks(run_id)  # its own and its children's (§3.9)
             journal.status(state)
             journal.commit()
+            if result.status == "failed":
+                await self._cancel_children(run_id)
             if result.status == "parked":  # when a worker should drive it on (§8 timers)
                 self._set_wake(run_id, self._wake_time(state))
             trace.end(result)
@@ -566,11 +570,25 @@ class Runtime:
                 return Completed(result.context)
             if result.status in ("parked", "running"):
                 return None  # the parent parks on it
-            return Failed(
-                "ExecutorError", f"child run '{child_id}' ended {result.status}: {result.outcome}"
+            # The child's outcome as `plait show` words it (a cancel's detail names by and reason).
+            fields = contract_outcome(result.outcome) or {}
+            told = ", ".join(
+                f"{k}={v}" for k, v in fields.items() if k not in ("kind", "by", "reason")
             )
+            return Failed("ExecutorError", f"child run '{child_id}' ended {result.status}: {told}")
 
         return run_child
+
+    async def _cancel_children(self, run_id: str) -> None:
+        """A run that failed abandoned the child runs it waited on (§3.5 fail-fast): cancel
+        each one still parked, with its descendants, and drive it to its end, so that
+        nobody is asked to answer for a failed run and its tree can be collected."""
+        parked = self.store.list_runs("parked")
+        for child in sorted(r.run_id for r in parked if r.parent_run_id == run_id):
+            body = {"by": self.principal, "reason": f"parent run '{run_id}' failed"}
+            for target in [child, *self._descendants(child)]:
+                self.store.commit(target, None, [RecordWrite("cancel", body)])
+            await self.resume(child)
 
     def _intent_input(self, key: JournalKey) -> Any:
         """The input journaled with the intent of ``key`` (the child's input, §3.9)."""

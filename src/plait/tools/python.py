@@ -238,6 +238,10 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
         )
     if sig.whole_context is not None:
         return {sig.whole_context: context}
+    if not isinstance(context, Mapping):  # a Send task's input may be any JSON value
+        raise ToolArgumentError(
+            f"{sig.name}() takes an object of arguments, got {type(context).__name__}"
+        )
     missing = [p for p in sig.params if p in sig.required and p not in context]
     if missing:
         keys = sorted(context)
