@@ -359,3 +359,18 @@ def test_an_answer_that_is_not_json_is_ExecutorError(router, turn, content_type,
 
     assert failed.cause == "ExecutorError"
     assert failed.detail.startswith("the provider's answer is not JSON")
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(401, "invalid_api_key"), (403, "permission_denied"), (404, "model_not_found")],
+)
+def test_a_rejected_key_or_model_fails_the_node_at_once(router, turn, status, kind):
+    error = {"error": {"message": "no", "type": "invalid_request_error", "code": kind}}
+    route = router.post(URL).mock(return_value=httpx.Response(status, json=error))
+
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "Unknown"  # the loop does not send it again
+    assert str(status) in failed.detail
+    assert route.call_count == 1  # and the SDK did not retry it either

@@ -151,6 +151,11 @@ def parse_message(message: Any, model: str, *, json_answer: bool = False) -> Mod
     )
 
 
+_REFUSED = (anthropic.AuthenticationError, anthropic.PermissionDeniedError, anthropic.NotFoundError)
+"""401, 403 and 404: a key the provider rejects, a model it does not serve or lets this
+key use. The node fails at once instead of re-sending the turn up to the effect bound."""
+
+
 def model_error(exc: Exception) -> ModelError:
     """The one place Anthropic SDK errors become failure causes."""
     if isinstance(exc, ModelError):
@@ -160,6 +165,8 @@ def model_error(exc: Exception) -> ModelError:
         return ModelError("Timeout", detail)
     if isinstance(exc, anthropic.APIStatusError) and _too_long(exc):
         return ModelError("ContextTooLong", detail)
+    if isinstance(exc, _REFUSED):  # sending the same request again cannot help
+        return ModelError("Unknown", detail)
     if isinstance(exc, anthropic.APIError):
         return ModelError("ExecutorError", detail)
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not

@@ -188,6 +188,11 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {RAW_ARGUMENTS: text}
 
 
+_REFUSED = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+"""401, 403 and 404: a key the provider rejects, a model it does not serve or lets this
+key use. The node fails at once instead of re-sending the turn up to the effect bound."""
+
+
 def model_error(exc: Exception) -> ModelError:
     """The one place OpenAI SDK errors become failure causes."""
     if isinstance(exc, ModelError):
@@ -197,6 +202,8 @@ def model_error(exc: Exception) -> ModelError:
         return ModelError("Timeout", detail)
     if isinstance(exc, openai.BadRequestError) and _context_too_long(exc):
         return ModelError("ContextTooLong", detail)
+    if isinstance(exc, _REFUSED):  # sending the same request again cannot help
+        return ModelError("Unknown", detail)
     if isinstance(exc, openai.APIError):
         return ModelError("ExecutorError", detail)
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not
