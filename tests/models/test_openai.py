@@ -374,3 +374,21 @@ def test_a_rejected_key_or_model_fails_the_node_at_once(router, turn, status, ki
     assert failed.cause == "Unknown"  # the loop does not send it again
     assert str(status) in failed.detail
     assert route.call_count == 1  # and the SDK did not retry it either
+
+
+def test_the_files_llm_timeout_and_retries_reach_the_sdk(tmp_path):
+    from plait.models.base import model_from_spec
+    from plait.workflow import load_workflow
+
+    (tmp_path / "wf.yaml").write_text(
+        "name: w\nnodes: [{id: a, instruction: Go.}]\n"
+        "llm: {model: 'openai-compatible:http://127.0.0.1:9/v1:m', timeout_s: 7.5,"
+        " max_retries: 0}\n"
+    )
+    wf = load_workflow(tmp_path / "wf.yaml")
+
+    model = model_from_spec(str(wf.llm["model"]), base_dir=tmp_path, settings=wf.llm)
+
+    assert isinstance(model, OpenAIModel)
+    sdk = model._sdk()
+    assert (sdk.timeout, sdk.max_retries) == (7.5, 0)

@@ -202,6 +202,7 @@ MCP_RULES: dict[str, Rule] = {"command": _strings(True), "tool": _NAME}
 LLM_RULES: dict[str, Rule] = {
     "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
     "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
+    "timeout_s": _number(True, MAX_SECONDS), "max_retries": _integer(0),
 }  # fmt: skip
 PRICE_RULES: dict[str, Rule] = {
     "input_per_mtok": _number(False, MAX_PRICE), "output_per_mtok": _number(False, MAX_PRICE),
