@@ -1,9 +1,12 @@
 """`plait serve` as a real process: it stops on SIGTERM even while an event stream follows
-a run that is still moving (a queued run nobody drives would otherwise hold it forever)."""
+a run that is still moving (a queued run nobody drives would otherwise hold it forever);
+with --json its one object on stdout says where it listens, and nothing else goes there."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -59,6 +62,41 @@ def test_sigterm_stops_the_server_while_a_stream_follows_a_queued_run(tmp_path: 
         assert server.wait(timeout=60) == -signal.SIGTERM  # uvicorn dies by the signal it got
         assert "event: end" not in body  # the run never settled
         assert "Traceback" not in log.read_text()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_serve_json_prints_one_object_and_keeps_its_access_log_off_stdout(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
+    db = f"sqlite:///{tmp_path}/plait.db"
+    server = subprocess.Popen(
+        [PLAIT, "serve", "--port", "0", "--db", db, "--token", TOKEN, "--json"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        ready, _, _ = select.select([server.stdout], [], [], 60)
+        assert ready, "no JSON object on stdout"
+        listening = json.loads(server.stdout.readline())  # written once it listens
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        answer = httpx.get(f"{listening['url']}runs", headers=headers, timeout=60)
+        server.send_signal(signal.SIGTERM)
+        rest, log = server.communicate(timeout=60)
+
+        assert answer.status_code == 200
+        assert listening == {
+            "url": f"http://127.0.0.1:{listening['port']}/",
+            "host": "127.0.0.1",
+            "port": listening["port"],
+        }
+        assert rest == ""  # the access log line went to stderr
+        assert '"GET /runs HTTP/1.1" 200' in log
     finally:
         if server.poll() is None:
             server.kill()

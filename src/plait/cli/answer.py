@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
-from plait.cli.output import EXIT_OK, Output
+from plait.cli.output import EXIT_OK, Output, literal
 from plait.cli.run import parse_input
 from plait.core.errors import PlaitError
 from plait.driver.verbs import accepted, asks_object, parse_budgets
@@ -43,17 +43,32 @@ def asks(
         out.data(listed)
         return
     found = listed["asks"]
-    table = Table("run", "ask id", "node", "prompt", "approval", "expires at")
-    for ask in found:
-        table.add_row(
-            ask["run_id"],
-            ask["ask_id"][:16] + "…",
-            ask["node"],
-            ask.get("prompt") or "",
-            "yes" if ask.get("approval") else "",
-            str(ask.get("expires_at") or ""),
-        )
-    out.console().print(table)
+    console = out.console()
+    if not found:
+        out.say("no pending asks")
+    for i, ask in enumerate(found):
+        if i:
+            console.print()
+        console.print(_ask_grid(ask))
+
+
+def _ask_grid(ask: dict[str, Any]) -> Table:
+    """One ask as label/value rows. Ids get a line of their own and are never cut short:
+    a 64-digit ask id is what ``respond``, ``approve`` and ``deny`` take, so it must copy whole.
+    """
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("ask", literal(ask["ask_id"]))
+    grid.add_row("run", literal(ask["run_id"]))
+    grid.add_row("node", literal(ask["node"]))
+    if ask.get("tool_name") is not None:
+        grid.add_row("tool", literal(ask["tool_name"]))
+    grid.add_row("prompt", literal(ask.get("prompt") or ""))
+    grid.add_row("approval", "yes" if ask.get("approval") else "no")
+    if ask.get("expires_at") is not None:
+        grid.add_row("expires at", str(ask["expires_at"]))
+    return grid
 
 
 def respond(
@@ -75,7 +90,7 @@ def respond(
         value = parse_input(result, "--result") if result is not None else None
         with runtime(db, principal) as rt:
             body = rt.respond(run_id, ask_id, value, deny=deny)
-    _accepted(out, body, f"answer to {ask_id[:16]}… accepted; `plait resume {run_id}` goes on")
+    _accepted(out, body, f"answer to {ask_id} accepted; `plait resume {run_id}` goes on")
 
 
 def approve(
@@ -90,7 +105,7 @@ def approve(
     out = Output(json_output)
     with out.reporting(), runtime(db, principal) as rt:
         body = rt.respond(run_id, ask_id, approve=True, reason=reason)
-    _accepted(out, body, f"approved {ask_id[:16]}…; `plait resume {run_id}` goes on")
+    _accepted(out, body, f"approved {ask_id}; `plait resume {run_id}` goes on")
 
 
 def deny(
@@ -105,7 +120,7 @@ def deny(
     out = Output(json_output)
     with out.reporting(), runtime(db, principal) as rt:
         body = rt.respond(run_id, ask_id, approve=False, reason=reason)
-    _accepted(out, body, f"denied {ask_id[:16]}…; `plait resume {run_id}` goes on")
+    _accepted(out, body, f"denied {ask_id}; `plait resume {run_id}` goes on")
 
 
 def send(

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
 from plait.cli.common import DbOption, JsonOption, runtime
-from plait.cli.output import EXIT_FAILED, EXIT_OK, Output
+from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
 from plait.cli.run import describe, status_exit
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
@@ -37,9 +38,19 @@ def runs(
     if json_output:
         out.data(listed)
         return
-    table = Table("run", "workflow", "status", "created (ms)")
+    if not rows:
+        out.say("no runs" + (f" with status {status}" if status else ""))
+        return
+    table = Table()
+    # Ids are folded onto more lines when the terminal is narrow, never cut short.
+    table.add_column("run", overflow="fold")
+    table.add_column("workflow", overflow="fold")
+    table.add_column("status")
+    table.add_column("created (ms)")
     for row in rows:
-        table.add_row(row["run_id"], row["workflow"], row["status"], str(row["created_ms"]))
+        table.add_row(
+            literal(row["run_id"]), literal(row["workflow"]), row["status"], str(row["created_ms"])
+        )
     out.console().print(table)
 
 
@@ -97,18 +108,20 @@ def trace(
         out.data(traced)
         return
     entries = traced["entries"]
-    table = Table("step", "node", "attempt", "seq", "kind", "status", "result", "redelivered")
+    table = Table("step")
+    table.add_column("node", overflow="fold")  # an id, never cut short
+    for name in ("attempt", "seq", "kind", "status", "result"):
+        table.add_column(name)
+    table.add_column("redelivered", min_width=len("redelivered"))
     for e in entries:
-        shown = e.get("result") if "result" in e else e.get("failure")
-        text = dumps(shown) if shown is not None else ""
         table.add_row(
             str(e["superstep"]),
-            e["node"] + (f" {e['task_path']}" if e["task_path"] else ""),
+            literal(e["node"] + (f" {e['task_path']}" if e["task_path"] else "")),
             str(e["attempt"]),
             str(e["effect_seq"]),
             e["kind"],
             e["status"],
-            text if len(text) <= 60 else text[:60] + "…",
+            literal(_outcome_text(e)),
             str(e["redeliveries"] or ""),
         )
     out.console().print(table)
@@ -119,6 +132,18 @@ def trace(
                 f"violation at step {e['superstep']}, node {e['node']}, turn {e['effect_seq']}:"
                 f" {what}: {v['rule']}: {v['reason']}"
             )
+
+
+def _outcome_text(entry: dict[str, Any]) -> str:
+    """A trace entry's result (or failure) in a line of at most 60 characters."""
+    if "failure" in entry:
+        failure = entry["failure"]
+        text = f"{failure.get('cause')}: {failure.get('detail')}"
+    elif entry.get("result") is not None:
+        text = dumps(entry["result"])
+    else:
+        return ""
+    return text if len(text) <= 60 else text[:60] + "…"
 
 
 def verify(
@@ -155,7 +180,7 @@ def verify(
         for r in reports:
             if r["verified"]:
                 out.say(
-                    f"[green]verified[/] {r['run_id']}: {r['checkpoints']} checkpoints,"
+                    f"[green]verified[/] {escape(r['run_id'])}: {r['checkpoints']} checkpoints,"
                     f" up to {r['up_to']}",
                     markup=True,
                 )

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import typer
 from rich.console import Console
+from rich.text import Text
 from typer.core import TyperGroup
 
 try:  # typer 0.29+ vendors click as typer._click, with its own Context and UsageError
@@ -36,6 +37,12 @@ EXIT_PARKED = 3
 
 RUN_OUTCOME_CODES = frozenset({"E001", "E007", "E009", "E013", "E024"})
 """Codes that describe how a run ended (exit 1); every other code is a refusal (exit 2)."""
+
+
+def literal(value: object) -> Text:
+    """A table cell shown exactly as it is: ids, prompts and results may hold ``[brackets]``
+    that rich would otherwise read as markup (and fail on, or style and drop)."""
+    return Text(str(value))
 
 
 def exit_code(error: PlaitError) -> int:

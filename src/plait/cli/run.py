@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import sys
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -17,7 +23,9 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
+from plait.driver.inprocess import new_run_id
 from plait.driver.run_ids import check_run_id
+from plait.driver.runtime import Runtime, new_run_id_for_fork
 from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow
@@ -90,6 +98,59 @@ def describe(out: Output, result: RunResult) -> None:
     out.say(f"  context: {text if len(text) < 400 else text[:400] + '…'}")
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_like_a_crash(out: Output, run_id: str) -> Iterator[None]:
+    """Ctrl-C (SIGINT) while a run is driven ends the process by that signal, as a crash.
+
+    The interrupt lands at once, even in a tool that blocks the event loop's thread
+    (asyncio's own handler would only cancel the drive at its next await, which an
+    inline tool never reaches), so the progress line is cleared and the lease released
+    on the way out. What is journaled stays: the run is resumed like any interrupted run.
+    Nothing is printed but, on a terminal without --json, how to go on.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only (the CLI called from a thread)
+        return
+    previous = signal.signal(signal.SIGINT, _interrupt)  # asyncio.run leaves it in place
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not out.json_mode and sys.stderr.isatty():
+            sys.stderr.write(
+                f"interrupted: run {run_id} stays as it was journaled;"
+                f" `plait resume {run_id}` goes on\n"
+            )
+            sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        raise  # not reached: the signal ends the process
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def drive(
+    out: Output,
+    run_id: str,
+    work: Callable[[Runtime], Coroutine[Any, Any, RunResult]],
+    db: str | None,
+    principal: str | None = None,
+    durability: str | None = None,
+) -> RunResult:
+    """Drive a run on ``--db`` with the live progress line (on a terminal) until it
+    finishes or parks; Ctrl-C stops it as a crash would (``interrupt_like_a_crash``)."""
+    observer, status = progress(out)
+    with (
+        interrupt_like_a_crash(out, run_id),
+        runtime(db, principal, observer=observer, durability=durability) as rt,
+        status if status is not None else contextlib.nullcontext(),
+    ):
+        return asyncio.run(work(rt))
+
+
 def progress(out: Output) -> tuple[Observer | None, Status | None]:
     """A live line (superstep, effects in flight, spent) while a run works, on a terminal."""
     if out.json_mode or not sys.stderr.isatty():
@@ -130,13 +191,15 @@ def run(
             with runtime(db, principal, durability=wf.durability) as rt:
                 queued = asyncio.run(rt.enqueue(wf, value, run_id=run_id))
             report(out, queued)
-        observer, status = progress(out)
-        with runtime(db, principal, observer=observer, durability=wf.durability) as rt:
-            if status is not None:
-                with status:
-                    result = asyncio.run(rt.start(wf, value, run_id=run_id))
-            else:
-                result = asyncio.run(rt.start(wf, value, run_id=run_id))
+        new_id = run_id or new_run_id()  # known before it starts: Ctrl-C names it
+        result = drive(
+            out,
+            new_id,
+            lambda rt: rt.start(wf, value, run_id=new_id),
+            db,
+            principal,
+            wf.durability,
+        )
     report(out, result)
 
 
@@ -148,13 +211,7 @@ def resume(
     """Continue a run from its last checkpoint (a finished run reports its outcome again)."""
     out = Output(json_output)
     with out.reporting():
-        observer, status = progress(out)
-        with runtime(db, observer=observer) as rt:
-            if status is not None:
-                with status:
-                    result = asyncio.run(rt.resume(run_id))
-            else:
-                result = asyncio.run(rt.resume(run_id))
+        result = drive(out, run_id, lambda rt: rt.resume(run_id), db)
     report(out, result)
 
 
@@ -171,8 +228,15 @@ def fork(
     with out.reporting():
         wf = load_workflow(workflow) if workflow else None
         budgets = parse_budgets(budget or [])
-        with runtime(db) as rt:
-            result = asyncio.run(rt.fork(run_id, at=at, workflow=wf, budgets=budgets or None))
+        fork_id = new_run_id_for_fork(run_id)
+        result = drive(
+            out,
+            fork_id,
+            lambda rt: rt.fork(
+                run_id, at=at, workflow=wf, budgets=budgets or None, new_run_id=fork_id
+            ),
+            db,
+        )
     report(out, result)
 
 

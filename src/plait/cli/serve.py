@@ -6,12 +6,13 @@ only here, once the verb runs, so every other verb works without them.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import socket
 import sys
 from collections.abc import Mapping
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 
@@ -40,6 +41,17 @@ def server_token(given: str | None, environ: Mapping[str, str], err: TextIO) -> 
         )
         err.flush()
     return token
+
+
+def stderr_logging() -> dict[str, Any]:
+    """uvicorn's logging with its access log on stderr too (uvicorn writes it on stdout),
+    so stdout carries only what plait prints: nothing, or the one object of --json."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for handler in config["handlers"].values():
+        handler["stream"] = "ext://sys.stderr"
+    return config
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -108,9 +120,14 @@ def serve(
         bound=principal is not None,
         stopping=lambda: server.should_exit,  # event streams of moving runs close on a stop
     )
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="info", log_config=stderr_logging())
+    )
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    sys.stderr.write(f"plait serve: listening on http://{shown}:{bound_port}/ (Ctrl-C stops it)\n")
+    address = f"http://{shown}:{bound_port}/"
+    sys.stderr.write(f"plait serve: listening on {address} (Ctrl-C stops it)\n")
     sys.stderr.flush()
+    if json_output:  # its one object: where it listens (with --port 0, the port it took)
+        out.data({"url": address, "host": bound_host, "port": bound_port})
     server.run(sockets=[sock])
