@@ -20,6 +20,7 @@ from plait.core.events import (
     EffectResolved,
     Event,
     Finish,
+    ResponseSettled,
     Start,
     WriteCheckpoint,
 )
@@ -101,4 +102,49 @@ def drive(
         if cancel_after_wave is not None and wave_no == cancel_after_wave:
             events.append(CancelSeen("alice", "enough"))
         events.extend(resolved)
+    raise AssertionError("run did not finish")
+
+
+def drive_waves(
+    env: StepEnv,
+    effect: Callable[[Dispatch], EffectOutcome],
+    input: Any = None,
+    *,
+    answer: Callable[[dict[str, Any]], EffectOutcome] | None = None,
+    permute: Callable[[list[Event]], list[Event]] | None = None,
+    before: dict[int, list[Event]] | None = None,
+    clock_step: int = 10,
+    max_waves: int = 10_000,
+) -> Trace:
+    """Like ``drive``, with effects answered from the whole ``Dispatch`` and, while the run
+    is parked, every pending ask answered at once by ``answer`` (one batch of
+    ``ResponseSettled``, reordered by ``permute`` like a wave's results). ``before[n]``:
+    events fed ahead of the n-th batch (a steering message, say)."""
+    state = SchedulerState.new("run-test", len(env.plan.nodes), len(env.plan.edges))
+    trace = Trace(state)
+    clock = 1_000
+    events: list[Event] = [ClockReading(clock), Start(input)]
+    for wave_no in range(max_waves):
+        out = step(env, state, events)
+        wave: list[Dispatch] = []
+        for command in out.commands:
+            if isinstance(command, Dispatch):
+                wave.append(command)
+            elif isinstance(command, WriteCheckpoint):
+                trace.checkpoints.append(command.data)
+            elif isinstance(command, Finish):
+                trace.outcome = command.outcome
+        trace.dispatches.extend(wave)
+        if trace.outcome is not None:
+            return trace
+        clock += clock_step
+        batch: list[Event]
+        if wave:
+            batch = [EffectResolved(d.key, effect(d)) for d in wave]
+        elif answer is not None and state.pending_asks:
+            batch = [ResponseSettled(a, answer(e)) for a, e in sorted(state.pending_asks.items())]
+        else:
+            return trace
+        extra = (before or {}).get(wave_no, [])
+        events = [ClockReading(clock), *extra, *(permute(batch) if permute is not None else batch)]
     raise AssertionError("run did not finish")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from plait.core.abstract import AbstractFlow
-from plait.core.machine import StepContext
+from plait.core.machine import StepContext, note_ended
 from plait.core.state import OpenPhase
 from plait.governance import (
     Flow,
@@ -131,10 +131,11 @@ def ended(s: StepContext, flow: AbstractFlow) -> None:
         call = calls.get(str(entry.get("tool_call_id")))
         if entry.get("refused") and call is not None:
             made = {"tool": call.get("name"), "tool_call_id": call.get("id")}
-            phase.record.refused.append({**where, **made, "why": entry.get("content")})
+            refused = {**where, **made, "why": entry.get("content")}
+            note_ended(s, "refused", phase.record.refused, refused)
     for found in flow.governance.get("violations", ()):
         if "tool_call_id" in found and str(found["tool_call_id"]) in calls:
-            phase.record.violations.append({**where, **found})
+            note_ended(s, "violations", phase.record.violations, {**where, **found})
 
 
 def keeps_answer(flow: AbstractFlow) -> bool:
@@ -177,6 +178,6 @@ def unmet_requirements(s: StepContext, flow: AbstractFlow, turn: int) -> list[st
         if isinstance(phase, OpenPhase):  # outlives the node: the answer ends it
             node = s.env.plan.nodes[flow.node].id
             where = {"node": node, "task_path": flow.task_path, "attempt": flow.attempt}
-            phase.record.violations.append({**where, **found})
+            note_ended(s, "violations", phase.record.violations, {**where, **found})
         return []
     return missing

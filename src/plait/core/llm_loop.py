@@ -252,7 +252,6 @@ def _on_summary(s: StepContext, fkey: str, flow: AbstractFlow, outcome: EffectOu
 def _on_turn(
     s: StepContext, fkey: str, flow: AbstractFlow, turn: int, outcome: EffectOutcome
 ) -> None:
-    env = s.env
     if not isinstance(outcome, Completed):
         if outcome.cause == "ContextTooLong":
             flow.fold_forced = True
@@ -275,12 +274,29 @@ def _on_turn(
         _on_tool_calls(s, fkey, flow, turn, calls)
         return
     if s.state.inbox:
-        # Idle messages (§6.7): the loop goes on with them instead of finishing.
-        for message in s.state.inbox:
-            flow.messages.append(Entry(role="user", content=message))
-        s.state.inbox = []
-        flow.need = NEXT_TURN
+        # Idle messages (§6.7) go to one loop: which, is decided once the batch is in.
+        s.idle_answers.append((fkey, turn))
         return
+    _on_final_answer(s, fkey, flow, turn, text)
+
+
+def settle_idle_answers(s: StepContext) -> None:
+    """Final answers that found steering messages waiting, in node order: the first loop
+    takes every message as user entries and goes on (§6.7); the others finish."""
+    for fkey, turn in sorted(s.idle_answers, key=lambda answer: int(answer[0])):
+        flow = s.state.abstract_flows[fkey]
+        if s.state.inbox:
+            for message in s.state.inbox:
+                flow.messages.append(Entry(role="user", content=message))
+            s.state.inbox = []
+            flow.need = NEXT_TURN
+        else:
+            _on_final_answer(s, fkey, flow, turn, flow.messages[-1].get("text"))
+    s.idle_answers.clear()
+
+
+def _on_final_answer(s: StepContext, fkey: str, flow: AbstractFlow, turn: int, text: Any) -> None:
+    env = s.env
     spec = env.executors[flow.node].spec
     node_id = env.plan.nodes[flow.node].id
     missing = governed.unmet_requirements(s, flow, turn)

@@ -15,7 +15,7 @@ from typing import Any
 
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey
-from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.machine import StepContext, emit_effect, fail_node, fail_task
 from plait.core.outcomes import Completed, EffectOutcome, retryable
 from plait.core.state import DISPATCHED, DONE_OK, OpenPhase
 
@@ -127,7 +127,8 @@ def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: Eff
         return
     else:
         task["state"] = DONE
-        fail_node(state, node, f"{outcome.cause}: {outcome.detail} (task {key.task_path})")
+        detail = f"{outcome.cause}: {outcome.detail} (task {key.task_path})"
+        fail_task(s, node, key.task_path, detail)
         return
     if state.node_state[node] == DISPATCHED and all(
         t["state"] == DONE for t in state.send_tasks.values() if t["node"] == node

@@ -89,10 +89,35 @@ class StepOutcome:
 def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOutcome:
     """Apply ``events`` in order, then advance the run as far as pure reasoning allows."""
     s = StepContext(env, state, env.reducer(), [])
-    for event in events:
+    for event in _answers_in_ask_order(events):
         _apply(s, event)
+    llm_loop.settle_idle_answers(s)
     _progress(s)
     return StepOutcome(state, s.commands)
+
+
+def _answers_in_ask_order(events: Iterable[Event]) -> list[Event]:
+    """``events`` with each run of consecutive answers sorted by ask id (the order the
+    driver settles them in): answers fed together (approvals of one model answer, say)
+    must settle the same way whatever order they were given in."""
+    events = events if isinstance(events, list) else list(events)
+    if not any(isinstance(event, ResponseSettled) for event in events):
+        return events  # a wave's results: the common case, taken as it is
+    out: list[Event] = []
+    answers: list[ResponseSettled] = []
+    for event in events:
+        if isinstance(event, ResponseSettled):
+            answers.append(event)
+            continue
+        out.extend(_by_ask_id(answers))
+        answers = []
+        out.append(event)
+    out.extend(_by_ask_id(answers))
+    return out
+
+
+def _by_ask_id(answers: list[ResponseSettled]) -> list[ResponseSettled]:
+    return sorted(answers, key=lambda answer: answer.ask_id)
 
 
 # --- events -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from plait.core.canonical import JSON
+from plait.core.canonical import JSON, dumps, loads
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
 from plait.governance import flow_from_dict
 from plait.models.base import unparsed_arguments
@@ -35,15 +35,24 @@ def tool_schemas(workflow: Workflow) -> dict[str, Mapping[str, Any]]:
 
 
 def _validator(schemas: Mapping[str, Mapping[str, Any]]) -> Callable[[str, JSON], str | None]:
+    """The first problem of a value against its schema, as the transcript shows it.
+
+    Schema and value are taken in canonical key order: jsonschema reports errors in the
+    order it walks the schema's keywords and shows values as Python reprs, and a run
+    (the file's and the model's key order) must word them exactly as verify does (the
+    manifest's and the journal's canonical order)."""
     compiled = {
-        name: jsonschema.Draft202012Validator(schema) for name, schema in sorted(schemas.items())
+        name: jsonschema.Draft202012Validator(loads(dumps(dict(schema))))
+        for name, schema in sorted(schemas.items())
     }
 
     def validate(name: str, value: JSON) -> str | None:
         checker = compiled.get(name)
         if checker is None:
             return None
-        errors = sorted(checker.iter_errors(value), key=lambda e: list(e.absolute_path))
+        errors = sorted(
+            checker.iter_errors(loads(dumps(value))), key=lambda e: list(e.absolute_path)
+        )
         if not errors:
             return None
         first = errors[0]
