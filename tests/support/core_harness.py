@@ -16,6 +16,7 @@ from plait.core.env import Budgets, NodeExecutor, StepEnv
 from plait.core.events import (
     CancelSeen,
     ClockReading,
+    Command,
     Dispatch,
     EffectResolved,
     Event,
@@ -82,16 +83,7 @@ def drive(
     clock = 1_000
     events: list[Event] = [ClockReading(clock), Start(input)]
     for wave_no in range(max_waves):
-        out = step(env, state, events)
-        wave: list[Dispatch] = []
-        for command in out.commands:
-            if isinstance(command, Dispatch):
-                wave.append(command)
-            elif isinstance(command, WriteCheckpoint):
-                trace.checkpoints.append(command.data)
-            elif isinstance(command, Finish):
-                trace.outcome = command.outcome
-        trace.dispatches.extend(wave)
+        wave = _recorded(trace, step(env, state, events).commands)
         if trace.outcome is not None or not wave:
             return trace
         clock += clock_step
@@ -103,6 +95,20 @@ def drive(
             events.append(CancelSeen("alice", "enough"))
         events.extend(resolved)
     raise AssertionError("run did not finish")
+
+
+def _recorded(trace: Trace, commands: list[Command]) -> list[Dispatch]:
+    """Note one step's checkpoints, outcome and dispatches in ``trace``; the dispatches."""
+    wave: list[Dispatch] = []
+    for command in commands:
+        if isinstance(command, Dispatch):
+            wave.append(command)
+        elif isinstance(command, WriteCheckpoint):
+            trace.checkpoints.append(command.data)
+        elif isinstance(command, Finish):
+            trace.outcome = command.outcome
+    trace.dispatches.extend(wave)
+    return wave
 
 
 def drive_waves(
@@ -125,16 +131,7 @@ def drive_waves(
     clock = 1_000
     events: list[Event] = [ClockReading(clock), Start(input)]
     for wave_no in range(max_waves):
-        out = step(env, state, events)
-        wave: list[Dispatch] = []
-        for command in out.commands:
-            if isinstance(command, Dispatch):
-                wave.append(command)
-            elif isinstance(command, WriteCheckpoint):
-                trace.checkpoints.append(command.data)
-            elif isinstance(command, Finish):
-                trace.outcome = command.outcome
-        trace.dispatches.extend(wave)
+        wave = _recorded(trace, step(env, state, events).commands)
         if trace.outcome is not None:
             return trace
         clock += clock_step
