@@ -215,3 +215,42 @@ def test_a_body_that_is_not_canonical_json_is_400_E019_and_journals_nothing(api:
     assert api.only_ask("r1")["ask_id"] == ask["ask_id"]  # still waiting: nothing journaled
     right = api.post(path, {"result": {"account": "A-1"}})
     assert right.status_code == 200
+
+
+def test_a_field_of_the_wrong_type_is_400_E019_not_coerced(api: Api):
+    api.start("approval", "r1")
+    for path, body, field in [
+        ("/runs", {"workflow": api.flow("approval"), "run_id": "r2", "detach": "yes"}, "detach"),
+        ("/runs", {"workflow": api.flow("approval"), "run_id": "r2", "detach": 1}, "detach"),
+        ("/runs/r1/fork", {"at": "1"}, "at"),
+        ("/runs/r1/fork", {"at": 1.0}, "at"),
+        ("/runs/r1/fork", {"at": True}, "at"),
+    ]:
+        refused = api.post(path, body)
+        assert refused.status_code == 400, (body, refused.text)
+        assert error_of(refused)["code"] == "PLAIT-E019"
+        assert f"body.{field}" in error_of(refused)["message"]
+    assert [run["run_id"] for run in api.get("/runs").json()["runs"]] == ["r1"]
+
+
+def test_a_run_id_holding_a_slash_is_addressed_url_encoded(api: Api):
+    api.start("approval", "team/r1")
+    api.start("approval", "team")
+    path = "/runs/team%2Fr1"
+
+    shown = api.get(path)
+    assert shown.status_code == 200 and shown.json()["run_id"] == "team/r1"
+    assert api.get(f"{path}/trace").json()["run_id"] == "team/r1"
+    assert api.get(f"{path}/events").status_code == 200
+    asks = api.get(f"{path}/asks").json()["asks"]
+    assert [ask["run_id"] for ask in asks] == ["team/r1"]
+    ask_id = asks[0]["ask_id"]
+    answered = api.post(f"{path}/asks/{ask_id}/approve", {"as": "bob"})
+    assert answered.status_code == 200 and answered.json()["run_id"] == "team/r1"
+    # "team%2Fasks" is run "team/asks" (unknown), never the asks of run "team"
+    unknown = api.get("/runs/team%2Fasks")
+    assert unknown.status_code == 404
+    assert error_of(unknown) == {"code": "PLAIT-E017", "message": "unknown run id 'team/asks'"}
+    assert api.get("/runs/%7E").json()["error"]["message"] == "unknown run id '~'"
+    assert api.get("/runs/team%252Fr1").json()["error"]["message"] == "unknown run id 'team%2Fr1'"
+    assert api.get("/runs/team").json()["status"] == "parked"

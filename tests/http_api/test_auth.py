@@ -162,3 +162,14 @@ def test_serve_on_an_address_it_cannot_have_is_refused_with_exit_2(tmp_path: Pat
     assert result.exit_code == 2  # not uvicorn's 3, which plait reserves for a parked run
     error = json.loads(result.stdout)["error"]
     assert error["code"] == "PLAIT-E019" and f"127.0.0.1:{port}" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"{not json", b'{"message": "a", "message": "b"}', b'{"message": NaN}'],
+)
+def test_a_bad_body_without_a_token_is_refused_with_401_before_it_is_read(api: Api, raw: bytes):
+    response = api.client.post(
+        "/runs/r1/send", content=raw, headers={"Content-Type": "application/json"}
+    )
+    assert_unauthenticated(response)

@@ -2,8 +2,10 @@
 
 Every API route needs the server's bearer token (``settings.authenticated``); only the
 console page does not. Errors answer with the CLI's error object and a status from
-``errors.STATUS``. The interactive API docs are off: the API is documented in
-docs/server.md, and those pages would load their script from a CDN.
+``errors.STATUS``. Routes match the path as sent, segments still URL-encoded
+(``paths.EncodedSegments``), so a run id holding ``/`` is one segment. The interactive
+API docs are off: the API is documented in docs/server.md, and those pages would load
+their script from a CDN.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fastapi import Depends, FastAPI
 from plait.driver.runtime import default_db, default_principal
 from plait.server import commands, console, driving, errors, events, reading
 from plait.server.auth import Access
+from plait.server.paths import EncodedSegments
 from plait.server.settings import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_POLL_S,
@@ -60,4 +63,5 @@ def create_app(
     for module in (reading, commands, driving, events):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(console.router)
+    app.add_middleware(EncodedSegments)
     return app

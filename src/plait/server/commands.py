@@ -15,17 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from plait.core.errors import PlaitError
 from plait.driver import verbs
-from plait.server.bodies import CanonicalBodyRoute
+from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import Settings
 
-router = APIRouter(default_response_class=CanonicalJSON, route_class=CanonicalBodyRoute)
+router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
 
 
 class Body(BaseModel):
-    """A request body: unknown fields are refused (a typo must not pass silently)."""
+    """A request body: unknown fields are refused (a typo must not pass silently), and so
+    is a field of another type (``"detach": "yes"``, ``"at": "1"`` are not coerced)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class Acting(Body):

@@ -14,13 +14,13 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
-from plait.server.bodies import CanonicalBodyRoute
+from plait.server.bodies import ApiRoute
 from plait.server.commands import Acting, Body, ceilings
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import Settings
 from plait.workflow import load_workflow
 
-router = APIRouter(default_response_class=CanonicalJSON, route_class=CanonicalBodyRoute)
+router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
 
 
 class Start(Acting):

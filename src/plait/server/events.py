@@ -25,12 +25,13 @@ from fastapi.responses import StreamingResponse
 
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
+from plait.server.bodies import ApiRoute
 from plait.server.settings import ServerSettings, Settings
 from plait.store import open_store
 from plait.store.base import Store
 from plait.store.records import CheckpointMeta, IntentRecord, JournalItem, ResultRecord
 
-router = APIRouter()
+router = APIRouter(route_class=ApiRoute)
 
 SETTLED = frozenset({"parked", "completed", "failed", "stalled", "canceled", "budget_exhausted"})
 """Statuses a run stays in until someone acts: the stream ends there."""

@@ -11,13 +11,13 @@ from typing import Any
 from fastapi import APIRouter
 
 from plait.driver import verbs
-from plait.server.bodies import CanonicalBodyRoute
+from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import Settings
 from plait.workflow import load_workflow
 from plait.workflow.chart import graph_object, pinned_chart
 
-router = APIRouter(default_response_class=CanonicalJSON, route_class=CanonicalBodyRoute)
+router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
 
 
 @router.get("/runs")
