@@ -3,8 +3,13 @@ goes on numbering their journals where they stopped."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +115,141 @@ def test_the_rebuilt_journal_keeps_its_rows_indexes_and_item_check(tmp_path: Pat
             )
     finally:
         conn.close()
+
+
+def test_a_read_only_open_of_an_old_file_is_refused_and_leaves_it_as_it_was(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    version_3_database(path)
+    with pytest.raises(PlaitError) as caught:
+        SqliteStore(str(path), read_only=True)
+    assert caught.value.code == "E020"
+    assert str(caught.value) == (
+        f"PLAIT-E020 storage error on {path}: database schema version 3 is older than this"
+        f" plait ({SCHEMA_VERSION}) and cannot be migrated on a read-only open; open it once"
+        " with write access"
+    )
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    finally:
+        conn.close()
+    SqliteStore(str(path)).close()  # a writable open migrates it; read-only opens then work
+    store = SqliteStore(str(path), read_only=True)
+    try:
+        assert [i.seq for i in store.load_journal("r1").intents] == [1]
+    finally:
+        store.close()
+
+
+def test_an_open_waits_for_another_process_migrating_the_file_for_longer_than_its_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 5 copies the whole journal: on a large file another process holds the write
+    lock for longer than one busy timeout. An opener waits for it and finds the file
+    migrated, instead of failing with 'database is locked'."""
+    path = tmp_path / "old.db"
+    version_3_database(path)
+    other = sqlite3.connect(path, isolation_level=None)  # the other process, mid-migration
+    other.execute("PRAGMA journal_mode = WAL")  # as plait keeps every file
+    other.execute("BEGIN IMMEDIATE")
+    for statements in MIGRATIONS[3:]:
+        for statement in statements:
+            other.execute(statement)
+    other.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+
+    locks = threading.Semaphore(0)  # one release per lock attempt of the opener
+    migrated = threading.Event()
+    attempts: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+
+        def trace(sql: str) -> None:
+            if sql == "BEGIN IMMEDIATE":
+                attempts.append(sql)
+                locks.release()
+                if len(attempts) == 2:  # it waits again: let the other process finish first
+                    migrated.wait()
+
+        conn.set_trace_callback(trace)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    opened: list[SqliteStore | BaseException] = []
+
+    def open_store() -> None:
+        try:
+            opened.append(SqliteStore(str(path), busy_timeout_ms=1))
+        except BaseException as exc:
+            opened.append(exc)
+        finally:
+            locks.release()
+
+    opener = threading.Thread(target=open_store)
+    opener.start()
+    assert locks.acquire(timeout=60)  # its first attempt
+    assert locks.acquire(timeout=60)  # its second one (or its end, if it gave up)
+    other.execute("COMMIT")
+    other.close()
+    migrated.set()
+    opener.join()
+    (store,) = opened
+    assert isinstance(store, SqliteStore), store
+    try:
+        (version,) = store._conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        assert version == SCHEMA_VERSION
+        assert [r.seq for r in store.load_journal("r1").records] == [2]
+    finally:
+        store.close()
+
+
+_KILL_AT = """
+import os, signal, sqlite3, sys
+connect = sqlite3.connect
+def killed_at(*args, **kwargs):
+    conn = connect(*args, **kwargs)
+    def trace(sql):
+        if sql.startswith(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+    conn.set_trace_callback(trace)
+    return conn
+sqlite3.connect = killed_at
+from plait.store import SqliteStore
+SqliteStore(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("statement", ["DROP TABLE journal", "ALTER TABLE journal_5", "COMMIT"])
+def test_a_process_killed_mid_migration_leaves_the_file_at_its_old_version(
+    tmp_path: Path, statement: str
+) -> None:
+    """SIGKILL in the middle of the migration (after the journal copy, before the commit):
+    the file stays at version 3 with every row, and the next open migrates it."""
+    path = tmp_path / "old.db"
+    version_3_database(path)
+    script = tmp_path / "kill_at.py"
+    script.write_text(_KILL_AT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(path), statement], capture_output=True, check=False
+    )
+    assert done.returncode == -signal.SIGKILL, done
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        assert conn.execute("SELECT seq, item FROM journal ORDER BY seq").fetchall() == [
+            (1, "intent"),
+            (2, "record"),
+        ]
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    store = SqliteStore(str(path))
+    try:
+        (version,) = store._conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        assert version == SCHEMA_VERSION
+        assert [i.seq for i in store.load_journal("r1").intents] == [1]
+    finally:
+        store.close()
