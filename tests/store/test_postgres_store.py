@@ -455,6 +455,28 @@ def test_the_poll_after_a_commit_is_answered_by_that_commit(
         other.close()
 
 
+def test_looking_for_orphans_does_not_hide_a_live_run_from_other_claimants(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """A worker checks this host's running runs for a dead holder at every claim. The
+    runs it finds alive must not be locked meanwhile: another claimant (here one whose
+    clock finds the lease lapsed) would SKIP LOCKED past them and find nothing to do."""
+    queued(pg, "r1", status="running")
+    pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda _: True)
+    other = PostgresStore(postgres_url)
+    seen: list[list[tuple[str, int]]] = []
+
+    def alive(holder: LeaseOwner) -> bool:  # asked while A's claim transaction is open
+        seen.append(other.claim_work(WORKER_B, TTL + 1, TTL, limit=1))
+        return True
+
+    try:
+        assert pg.claim_work(WORKER_A, 1, TTL, limit=1, owner_alive=alive) == []
+    finally:
+        other.close()
+    assert seen == [[("r1", 2)]]
+
+
 def test_claim_takes_free_and_expired_leases_oldest_first(pg: PostgresStore) -> None:
     queued(pg, "new", created_ms=3)
     queued(pg, "old", created_ms=1)

@@ -209,12 +209,19 @@ _CLAIM_WORK = (
 # Running top-level runs whose unexpired lease a process on the claimant's host holds: a
 # claimant that can tell that process is gone (ARCHITECTURE.md §5.7) takes them at once,
 # as ``plait resume`` does, instead of waiting for the lease to lapse.
+# Read without a lock: most are live (this host's own drives), and locking them would make
+# another claimant's SKIP LOCKED pass over them meanwhile (a `--once` worker would find
+# nothing to do). Only those whose holder is gone are locked (_LOCK_ORPHANS) and taken.
 _CLAIM_ORPHANS = (
-    "SELECT r.run_id FROM runs r JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status = 'running' AND r.parent_run_id IS NULL"
+    "SELECT r.run_id, l.host, l.pid, l.started_ms FROM runs r JOIN leases l"
+    " ON l.run_id = r.run_id WHERE r.status = 'running' AND r.parent_run_id IS NULL"
     " AND r.run_id <> ALL(%(exclude)s) AND l.host = %(host)s AND l.expires_ms > %(now)s"
-    " ORDER BY r.created_ms, r.row_order FOR UPDATE OF r SKIP LOCKED"
-)  # no LIMIT: most are live (this host's drives), and only the dead ones are taken
+    " ORDER BY r.created_ms, r.row_order"
+)
+_LOCK_ORPHANS = (
+    "SELECT run_id FROM runs WHERE run_id = ANY(%s) AND status = 'running'"
+    " ORDER BY created_ms, row_order FOR UPDATE SKIP LOCKED"
+)
 # A claimed run's wake time is consumed; a queued or parked one is running from now on (a
 # worker that dies while driving it leaves a running run whose lease lapses, which the
 # next claim takes over). A budget-exhausted run keeps its status: its drive sets it.
@@ -486,10 +493,7 @@ class PostgresStore:
             return []
         claimed: list[tuple[str, int]] = []
         with self._connection("claiming runs") as conn, conn.transaction():
-            queries: list[tuple[str, Callable[[LeaseOwner], bool]]] = [(_CLAIM_WORK, _never_dead)]
-            if owner_alive is not _never_dead:
-                queries.append((_CLAIM_ORPHANS, owner_alive))
-            for sql, alive in queries:
+            for orphans in (False, True) if owner_alive is not _never_dead else (False,):
                 if len(claimed) == limit:
                     break
                 params = {
@@ -498,7 +502,15 @@ class PostgresStore:
                     "exclude": [*exclude, *(run_id for run_id, _ in claimed)],
                     "host": owner.host,
                 }
-                run_ids = [row[0] for row in conn.execute(sql, params).fetchall()]
+                if orphans:
+                    rows = conn.execute(_CLAIM_ORPHANS, params).fetchall()
+                    gone = [r[0] for r in rows if not owner_alive(LeaseOwner(r[1], r[2], r[3]))]
+                    run_ids = (
+                        [row[0] for row in conn.execute(_LOCK_ORPHANS, (gone,))] if gone else []
+                    )
+                else:
+                    run_ids = [row[0] for row in conn.execute(_CLAIM_WORK, params).fetchall()]
+                alive = owner_alive if orphans else _never_dead
                 for run_id in run_ids:
                     if len(claimed) == limit:
                         break
