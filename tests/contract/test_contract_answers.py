@@ -27,6 +27,22 @@ def test_asks_lists_pending_asks_with_every_field(cli: Cli, parked: str):
     assert sorted(a["node"] for a in every.data["asks"]) == ["approve", "details"]
 
 
+@pytest.mark.parametrize("principal", [" alice ", "alice\n", "\talice", "a\x85b"])
+def test_a_principal_spelled_two_ways_is_e019_not_another_person(
+    cli: Cli, parked: str, principal: str
+):
+    # " alice " is not bob: a principal has one spelling, so no approval of one's own run
+    # slips past PLAIT-E012 through whitespace (nor a run starts under such a name).
+    done = cli("approve", "r1", parked, "--as", principal)
+
+    assert (done.exit_code, done.code) == (2, "PLAIT-E019"), done
+    assert "principal" in done.data["error"]["message"]
+    assert cli.only_ask("r1")["ask_id"] == parked  # nothing was journaled
+    started = cli.run("approval.yaml", "r9", "--as", principal)
+    assert (started.exit_code, started.code) == (2, "PLAIT-E019"), started
+    assert "r9" not in cli.run_ids()
+
+
 def test_approve_as_another_principal_with_a_reason(cli: Cli, parked: str):
     done = cli("approve", "r1", parked, "--as", "bob", "--reason", "looks fine")
 

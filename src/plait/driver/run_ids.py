@@ -1,7 +1,9 @@
-"""Run ids chosen by users: what a run id may be.
+"""Names chosen by users: what a run id and a principal may be.
 
 A run id names a run in every store, CLI line and URL; ``PARENT~…`` is reserved for the
 child runs of subgraphs (cancel and gc follow it), so a user's id must not hold ``~``.
+A principal is compared with another to refuse a self-approval (PLAIT-E012), so it has one
+spelling only: no surrounding whitespace, no control character.
 """
 
 from __future__ import annotations
@@ -29,3 +31,22 @@ def check_run_id(run_id: str | None, what: str = "run id") -> None:
     if problem is not None:
         shown = run_id if len(run_id) <= 40 else run_id[:40] + "…"
         raise PlaitError("E019", f"{what} {shown!r} {problem}")
+
+
+def check_principal(principal: str) -> str:
+    """The principal, or PLAIT-E019 when it is blank, longer than 256 bytes, or holds
+    surrounding whitespace or a control character (``" alice "`` must not pass as a second
+    person approving alice's run)."""
+    problem = None
+    if not principal.strip():
+        problem = "must not be blank"
+    elif principal != principal.strip():
+        problem = "has surrounding whitespace"
+    elif len(principal.encode("utf-8")) > MAX_RUN_ID_BYTES:
+        problem = f"is longer than {MAX_RUN_ID_BYTES} bytes"
+    elif has_control_character(principal):
+        problem = "contains a control character"
+    if problem is not None:
+        shown = principal if len(principal) <= 40 else principal[:40] + "…"
+        raise PlaitError("E019", f"principal {shown!r} {problem}")
+    return principal

@@ -39,7 +39,7 @@ from plait.driver.feeds import FEED
 from plait.driver.inprocess import new_run_id
 from plait.driver.inspect_run import show, trace
 from plait.driver.owner import owner_alive, this_process
-from plait.driver.run_ids import check_run_id
+from plait.driver.run_ids import check_principal, check_run_id
 from plait.driver.settle import settlements
 from plait.driver.telemetry import run_trace
 from plait.driver.verify import VerifyReport, verify_run
@@ -174,11 +174,11 @@ class Runtime:
         model: Model | None = None,
         telemetry: bool | TracerProvider | None = None,
     ) -> None:
+        self.principal = check_principal(principal or default_principal())
         self.db = db or default_db()
         durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
         self.store = store if store is not None else open_store(self.db, durability=durability)
         self.clock = clock or clock_from_env()
-        self.principal = principal or default_principal()
         self.observer = observer
         self.model = model
         """A model object to call instead of the workflow's spec (the Agent's hooked model)."""
