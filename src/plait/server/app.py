@@ -1,18 +1,18 @@
 """``create_app``: the FastAPI application ``plait serve`` runs.
 
-Every API route needs the server's bearer token (``settings.authenticated``); only the
-console page does not. Errors answer with the CLI's error object and a status from
-``errors.STATUS``. Routes match the path as sent, segments still URL-encoded
-(``paths.EncodedSegments``), so a run id holding ``/`` is one segment. The interactive
-API docs are off: the API is documented in docs/server.md, and those pages would load
-their script from a CDN.
+Every API route needs the server's bearer token (``bodies.ApiRoute`` checks it before
+it reads anything else); only the console page does not. Errors answer with the CLI's
+error object and a status from ``errors.STATUS``. Routes match the path as sent, segments
+still URL-encoded (``paths.EncodedSegments``), so a run id holding ``/`` is one segment.
+The interactive API docs are off: the API is documented in docs/server.md, and those
+pages would load their script from a CDN.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 
 from plait.driver.runtime import default_db, default_principal
 from plait.server import commands, console, driving, errors, events, reading
@@ -22,7 +22,6 @@ from plait.server.settings import (
     DEFAULT_HEARTBEAT_S,
     DEFAULT_POLL_S,
     ServerSettings,
-    authenticated,
     never_stopping,
 )
 
@@ -59,9 +58,8 @@ def create_app(
         db or default_db(), access, poll_s, heartbeat_s, stopping or never_stopping
     )
     errors.install(app)
-    guarded = [Depends(authenticated)]
-    for module in (reading, commands, driving, events):
-        app.include_router(module.router, dependencies=guarded)
+    for module in (reading, commands, driving, events):  # each routes through ApiRoute
+        app.include_router(module.router)
     app.include_router(console.router)
     app.add_middleware(EncodedSegments)
     return app

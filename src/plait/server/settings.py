@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 
 from plait.driver.runtime import Runtime
 from plait.server.auth import Access
@@ -55,10 +55,3 @@ async def current(request: Request) -> ServerSettings:
 
 
 Settings = Annotated[ServerSettings, Depends(current)]
-
-
-async def authenticated(
-    settings: Settings, authorization: Annotated[str | None, Header()] = None
-) -> None:
-    """The dependency every API route has: PLAIT-E029 (401) without the server's token."""
-    settings.access.check(authorization)
