@@ -382,3 +382,15 @@ def test_output_type_validators_re_prompt_then_fail_the_node(scripted, db):
     assert bad.status is RunStatus.FAILED
     assert bad.structured_output is None
     assert stubborn.state(bad.run_id).status is RunStatus.FAILED  # readable again
+
+
+def test_a_provider_without_its_api_key_is_refused_before_a_run_is_written(db, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    agent = Agent("openai:gpt-4o-mini", instructions="Answer.", db=db)
+
+    with pytest.raises(PlaitError) as refused:
+        agent.run_sync("Total?", run_id="r1")
+
+    assert refused.value.code == "E006" and "OPENAI_API_KEY" in str(refused.value)
+    with Runtime(db) as runtime:
+        assert runtime.store.list_runs() == []

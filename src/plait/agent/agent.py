@@ -37,7 +37,7 @@ from plait.driver.answers import current_state
 from plait.driver.clock import Clock
 from plait.driver.runtime import Runtime, pinned_workflow
 from plait.driver.verify import VerifyReport
-from plait.models.base import Model, model_from_spec
+from plait.models.base import Model, check_credentials, model_from_spec
 from plait.store.base import Store
 from plait.store.records import RecordWrite
 from plait.workflow import Workflow
@@ -282,6 +282,8 @@ class Agent(Generic[OutputT]):
         emit: Emit | None,
     ) -> AgentRunState[OutputT]:
         workflow = self.workflow()
+        if isinstance(self.model, str):  # the runtime is handed a model object, not a spec
+            check_credentials(self.model)
         run_id = run_id or f"run-{uuid.uuid4().hex[:16]}"
         store = self._open_store()
         observers: list[Callable[[SchedulerState, int], None]] = []

@@ -101,18 +101,22 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
     return workflow
 
 
-def check_model(workflow: Workflow, model: Model | None = None) -> None:
+def check_model(workflow: Workflow, model: Model | None = None, *, driven: bool = True) -> None:
     """Refuse, before a run is written, a model that cannot run (E006) — including an
-    unpriced model under a usd ceiling (§7: its cost could not be reserved)."""
+    unpriced model under a usd ceiling (§7: its cost could not be reserved) and, when this
+    process is to drive the run (``driven``), a provider whose API key is not set here (a
+    queued run is driven by a worker, whose environment is the one that counts)."""
     if not any(node.kind == "abstract" for node in workflow.nodes):
         return
-    from plait.models.base import model_from_spec
+    from plait.models.base import check_credentials, model_from_spec
     from plait.models.prices import price_of
 
     llm = dict(workflow.llm or {})
     spec = str(llm.get("model"))
     if model is None:
         model_from_spec(spec, base_dir=workflow.base_dir, settings=llm)
+        if driven:
+            check_credentials(spec)
     if (
         workflow.to_budgets().max_usd_micros is not None
         and price_of(spec, llm.get("prices")) is None
@@ -241,7 +245,7 @@ class Runtime:
             check_run_id(run_id)  # a child's id is PARENT~…, made here
             check_input(input)
         workflow.plan()  # validate before anything is written
-        check_model(workflow, self.model)
+        check_model(workflow, self.model, driven=status == "running")
         catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
         workflow = with_catalogue(workflow, catalogue)
         run_id = run_id or new_run_id()
@@ -302,6 +306,8 @@ class Runtime:
                     if state.failed is not None:  # a crash may have come before (§3.5)
                         await self._cancel_children(run_id)
                     return RunResult.of(state)
+            if token is None:  # a worker's claim is driven as it finds it (its env counts)
+                check_model(workflow, self.model)
             driving = True
             return await self._drive(
                 run_id,
@@ -655,6 +661,7 @@ class Runtime:
         manifest = self._manifest(run_id)
         base_workflow = workflow or pinned_workflow(manifest)
         base_workflow.plan()
+        check_model(base_workflow, self.model)
         catalogue = manifest.get("mcp_catalogue")
         if workflow is not None:  # a new definition pins what its MCP servers offer now
             catalogue = await fetch_catalogue(workflow)

@@ -11,6 +11,7 @@ an adapter; provider SDKs are imported only when their spec is asked for.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -175,6 +176,28 @@ _COMPATIBLE = re.compile(
     r":(?P<model>\S.*)$"
 )
 _EXTRAS = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}
+_CREDENTIALS = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+}
+
+
+def check_credentials(spec: str) -> None:
+    """PLAIT-E006 when a provider that needs a key finds none in this process's environment.
+
+    Checked before a run is driven: without it the run would start, spend its tool calls,
+    and fail at its first turn (a 401 or the SDK's own refusal), leaving a failed run where
+    a refused command was meant. ``openai-compatible:`` servers and scripted models need no
+    key; an empty variable counts as unset.
+    """
+    names = _CREDENTIALS.get(spec.partition(":")[0], ())
+    if names and not any(os.environ.get(name) for name in names):
+        which = " or ".join(names)
+        raise PlaitError(
+            "E006",
+            f"model '{spec}' needs an API key: set {which} in the environment of the"
+            " process that drives the run",
+        )
 
 
 def model_from_spec(
