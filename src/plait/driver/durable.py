@@ -33,6 +33,26 @@ from plait.store.records import (
 _CUT_LIMIT = 1 << 20
 """Node hashes a journal remembers as stored before it forgets them all."""
 
+DEFAULT_MAX_CHECKPOINT_BYTES = 256 << 20
+"""Canonical bytes one checkpoint may hold (``PLAIT_MAX_CHECKPOINT_BYTES`` overrides it)."""
+
+MAX_CHECKPOINT_ENV = "PLAIT_MAX_CHECKPOINT_BYTES"
+
+
+def checkpoint_too_large(
+    run_id: str, superstep: int, size: int, limit: int, then: str
+) -> PlaitError:
+    """PLAIT-E015: a checkpoint over the limit is refused before memory or the database
+    gives out (a 300 MB tool result, a context that grows every step). ``then`` says what
+    was (not) written and how the run goes on."""
+    return PlaitError(
+        "E015",
+        f"run '{run_id}': the checkpoint of superstep {superstep} is {size} bytes of canonical"
+        f" JSON, over the limit of {limit} bytes ({MAX_CHECKPOINT_ENV}, default"
+        f" {DEFAULT_MAX_CHECKPOINT_BYTES}); {then}. Keep large payloads out of the context"
+        f" (store them elsewhere and keep a reference), or raise {MAX_CHECKPOINT_ENV}",
+    )
+
 
 class DurableJournal:
     """The wave driver's journal for one leased run."""
@@ -49,6 +69,7 @@ class DurableJournal:
         crash: CrashPoint | None = None,
         resume_from: int | bool | None = False,
         lease_ttl_ms: int = 30_000,
+        max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT_BYTES,
     ) -> None:
         self._store = store
         self._run_id = run_id
@@ -69,6 +90,7 @@ class DurableJournal:
         self.redelivered: list[JournalKey] = []
         self._ttl = lease_ttl_ms
         self._renewed_at = clock_ms
+        self._max_checkpoint = max_checkpoint_bytes
 
     def feed(self, events: list[Event]) -> None:
         body: dict[str, Any] = {"events": encode_events(events)}
@@ -154,6 +176,16 @@ class DurableJournal:
     def commit(self) -> None:
         if not self._pending:
             return
+        for write in self._pending:  # a wave with an oversized checkpoint commits nothing
+            if isinstance(write, CheckpointWrite) and len(write.data) > self._max_checkpoint:
+                raise checkpoint_too_large(
+                    self._run_id,
+                    write.superstep,
+                    len(write.data),
+                    self._max_checkpoint,
+                    "nothing of its wave was journaled (not its effects' results either):"
+                    " the run resumes from its last checkpoint",
+                )
         writes, self._pending = self._pending, []
         cutting, self._cutting = self._cutting, []
         self._store.commit(self._run_id, self._token, writes)

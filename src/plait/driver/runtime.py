@@ -33,7 +33,12 @@ from plait.driver.answers import Answer, owner_of, pending_asks, respond, respon
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.crash import CrashPoint
 from plait.driver.dispatcher import ChildRunner, Dispatcher, dispatcher_for
-from plait.driver.durable import DurableJournal
+from plait.driver.durable import (
+    DEFAULT_MAX_CHECKPOINT_BYTES,
+    MAX_CHECKPOINT_ENV,
+    DurableJournal,
+    checkpoint_too_large,
+)
 from plait.driver.environment import env_from_manifest, make_env, tool_schemas
 from plait.driver.feeds import FEED
 from plait.driver.inprocess import new_run_id
@@ -70,9 +75,26 @@ def default_principal() -> str:
     return os.environ.get("PLAIT_PRINCIPAL") or getpass.getuser()
 
 
+def _env_count(name: str, default: int) -> int:
+    """A positive whole number from the environment variable ``name`` (unset or empty:
+    ``default``); anything else is PLAIT-E019 naming the variable, not a traceback."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
+        raise PlaitError(
+            "E019",
+            f"{name} must be a whole number of at least 1 (default {default}), not {value!r}",
+        )
+    return int(value)
+
+
 def _lease_ttl() -> int:
-    value = os.environ.get("PLAIT_LEASE_TTL_MS", "").strip()
-    return int(value) if value else DEFAULT_LEASE_TTL_MS
+    return _env_count("PLAIT_LEASE_TTL_MS", DEFAULT_LEASE_TTL_MS)
+
+
+def _max_checkpoint_bytes() -> int:
+    return _env_count(MAX_CHECKPOINT_ENV, DEFAULT_MAX_CHECKPOINT_BYTES)
 
 
 def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) -> Workflow:
@@ -180,6 +202,8 @@ class Runtime:
     ) -> None:
         self.principal = check_principal(principal or default_principal())
         self.db = db or default_db()
+        self.max_checkpoint_bytes = _max_checkpoint_bytes()  # malformed: refused before any IO
+        """Canonical bytes one checkpoint may hold: a drive refuses a larger one (PLAIT-E015)."""
         durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
         self.store = store if store is not None else open_store(self.db, durability=durability)
         self.clock = clock or clock_from_env()
@@ -383,6 +407,7 @@ class Runtime:
                 crash=CrashPoint.from_env(),
                 resume_from=resume_from,
                 lease_ttl_ms=ttl,
+                max_checkpoint_bytes=self.max_checkpoint_bytes,
             )
             llm_keys = self._forked_llm_keys(manifest)
             llm_keys += [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
@@ -693,6 +718,15 @@ class Runtime:
         if isinstance(state.phase, dict) and "Finished" in state.phase:
             state.phase = "Idle"  # a fork continues; re-running the finish is its own decision
         state.exhausted = None
+        data = dumpb({"scheduler": state.to_json(), "decisions": seed["decisions"]})
+        if len(data) > self.max_checkpoint_bytes:  # its own first checkpoint: refused, as a wave's
+            raise checkpoint_too_large(
+                fork_id,
+                meta.superstep,
+                len(data),
+                self.max_checkpoint_bytes,
+                "the fork would start from it, so no fork was made",
+            )
         now = self.clock()
         fork_of = {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep}
         fork_manifest = _fork_manifest(
@@ -700,7 +734,6 @@ class Runtime:
         )
         info = RunInfo(fork_id, base_workflow.name, "running", self.principal, None, now, now)
         self.store.create_run(info, fork_manifest)
-        data = dumpb({"scheduler": state.to_json(), "decisions": seed["decisions"]})
         self.store.commit(
             fork_id,
             None,
