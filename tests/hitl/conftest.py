@@ -15,4 +15,4 @@ def plait(tmp_path: Path) -> Plait:
     for item in FLOWS.iterdir():
         if item.is_file():
             shutil.copy(item, tmp_path / item.name)
-    return Plait(tmp_path)
+    return Plait(tmp_path, processes=False)

@@ -6,12 +6,25 @@ the ask, answer it and resume the run to completion, and verify passes across th
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from hitl.support import HOUR, OWNER, T0, Plait
 
 LATER = T0 + 3 * HOUR
 
 
-def test_a_parked_run_is_answered_and_resumed_from_new_processes_hours_later(plait: Plait):
+@pytest.fixture
+def processes(plait: Plait, tmp_path: Path) -> Plait:
+    """Every call a new process: what the tests named so are about."""
+    return Plait(tmp_path, processes=True)
+
+
+def test_a_parked_run_is_answered_and_resumed_from_new_processes_hours_later(
+    processes: Plait,
+):
+    plait = processes
     started = plait.run("approval", "r1")
     assert started.returncode == 3, started
     run = started.data
@@ -67,7 +80,8 @@ def test_asks_lists_the_pending_asks_of_every_parked_run(plait: Plait):
     assert plait("asks", "c").data["asks"] == []
 
 
-def test_respond_from_a_new_process_completes_a_free_form_ask(plait: Plait):
+def test_respond_from_a_new_process_completes_a_free_form_ask(processes: Plait):
+    plait = processes
     assert plait.run("question", "q1").returncode == 3
     ask = plait.only_ask("q1")
     # The owner may answer an ask that is not an approval.
