@@ -36,6 +36,8 @@ from typing import Any
 
 import pytest
 
+from inprocess import run_plait
+
 FLOW = Path(__file__).parent / "agentflow"
 PLAIT = str(Path(sys.executable).parent / "plait")
 RUN_ID = "agent"  # the same id everywhere: tool-call ids derive from it
@@ -63,7 +65,7 @@ class Agent:
         self.env["AGENT_COUNT_FILE"] = str(self.count_file)
 
     def plait(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return run_plait(  # a process of its own when it is to crash
             [PLAIT, *args],
             cwd=self.folder,
             capture_output=True,

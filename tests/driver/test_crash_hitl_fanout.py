@@ -124,7 +124,7 @@ def check(
 
 
 def uninterrupted(tmp: Path, flow: str, answer: tuple[str, ...] = ()) -> dict[str, Any]:
-    cli = Plait(tmp)
+    cli = Plait(tmp, processes=False)
     done = start(cli, flow, "clean")
     if answer:
         assert done.returncode == 3, done
@@ -161,7 +161,7 @@ def subgraph_ask_context(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Plait:
-    return Plait(tmp_path)
+    return Plait(tmp_path, processes=False)
 
 
 # --- 1. across a park -----------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from inprocess import run_plait
 from plait import Runtime
 from plait.store import open_store
 
@@ -49,7 +50,8 @@ LATER = T0 + 120_000  # past the 60 s timer of branches.yaml
 
 
 class Case:
-    """A copy of crashmatrix/ with its own store and count file; `plait` in subprocesses."""
+    """A copy of crashmatrix/ with its own store and count file; `plait` in a subprocess
+    for the call that crashes, in this process for the others (tests/inprocess.py)."""
 
     def __init__(self, folder: Path, db: str | None = None) -> None:
         shutil.copytree(FLOWS, folder)
@@ -62,7 +64,7 @@ class Case:
         )
 
     def __call__(self, *args: str, **env: str) -> tuple[int, dict[str, Any]]:
-        done = subprocess.run(
+        done = run_plait(  # a process of its own when it is to crash
             [PLAIT, *args, "--db", self.db, "--json"],
             cwd=self.folder,
             capture_output=True,

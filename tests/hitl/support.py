@@ -18,14 +18,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import chdir, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from typer.testing import CliRunner
-
-from plait.cli import app
+from inprocess import run_plait
 from plait.driver.answers import pending_asks
 from plait.driver.inspect_run import trace
 from plait.store import open_store
@@ -81,12 +79,10 @@ class Plait:
         env: dict[str, str] | None = None,
     ) -> Call:
         full = (*args, "--db", self.db, "--json")
-        given = {"PLAIT_NOW_MS": str(now), "PLAIT_PRINCIPAL": principal, **(env or {})}
-        if not self.processes and "PLAIT_CRASH_AT" not in given:
-            return self._in_process(args, full, given)
         environ = {k: v for k, v in os.environ.items() if not k.startswith("PLAIT_")}
-        environ.update(given)
-        done = subprocess.run(
+        environ.update({"PLAIT_NOW_MS": str(now), "PLAIT_PRINCIPAL": principal, **(env or {})})
+        run = subprocess.run if self.processes else run_plait
+        done = run(
             [PLAIT, *full],
             capture_output=True,
             text=True,
@@ -95,15 +91,6 @@ class Plait:
             timeout=120,
         )
         return Call(tuple(args), done.returncode, done.stdout, done.stderr)
-
-    def _in_process(
-        self, args: tuple[str, ...], full: tuple[str, ...], given: dict[str, str]
-    ) -> Call:
-        environ: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PLAIT_")}
-        environ.update(given)
-        with chdir(self.folder):
-            done = CliRunner().invoke(app, list(full), env=environ, catch_exceptions=False)
-        return Call(tuple(args), done.exit_code, done.stdout, done.stderr)
 
     def flow(self, name: str) -> str:
         return str(self.folder / f"{name}.yaml")
