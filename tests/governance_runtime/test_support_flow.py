@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from inprocess import run_plait
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "support"
 PLAIT = str(Path(sys.executable).parent / "plait")
 NOW_MS = "1767225600000"
@@ -62,9 +64,7 @@ class Desk:
         argv = [PLAIT, *map(str, args)]
         if args[0] not in ("check", "graph"):
             argv += ["--db", self.db]
-        return subprocess.run(
-            argv, cwd=self.folder, env=env, capture_output=True, text=True, timeout=120
-        )
+        return run_plait(argv, cwd=self.folder, env=env)  # in-process (tests/inprocess.py)
 
     def json(self, *args: str | Path) -> tuple[int, dict[str, Any]]:
         done = self.plait(*args, "--json")

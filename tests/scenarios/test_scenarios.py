@@ -51,6 +51,8 @@ from typing import Any
 
 import pytest
 
+from inprocess import run_plait
+
 HERE = Path(__file__).parent
 PLAIT = str(Path(sys.executable).parent / "plait")
 NOW_MS = "1767225600000"
@@ -140,9 +142,8 @@ def test_the_pattern_language_means_what_the_docstring_says():
 
 
 def plait(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PLAIT, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
-    )
+    """The CLI in this process (tests/inprocess.py): the same verbs on the same file."""
+    return run_plait([PLAIT, *args], cwd=cwd, env=env)
 
 
 def run_scenario(
