@@ -9,6 +9,7 @@ ask expiries), fencing of a drive under a token that was taken over, and ``gc``'
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from plait import PlaitError, Runtime
-from plait.driver.worker import Worker, collect_garbage
+from plait.driver.worker import Worker, collect_garbage, retry_delay_s
 from plait.store import open_store
 from plait.store.records import LeaseOwner, RecordWrite, RunInfo, StatusWrite
 from workers.support import ASK_FLOW, FLOW, T0, TIMER_FLOW, enqueue, executions
@@ -203,3 +204,14 @@ def test_gc_takes_whole_finished_trees_only(db: str, tmp_path: Path) -> None:
             store.load_journal("old")
     with Runtime(db, principal="tester", clock=lambda: 0) as rt:
         assert collect_garbage(rt, 0) == {"deleted": 0, "runs": []}  # nothing older than now
+
+
+@pytest.mark.parametrize("code", ["E006", "E008", "E010", "E015", "E026"])
+def test_a_refusal_met_on_every_attempt_is_never_retried_by_the_same_worker(code: str):
+    # E015 most of all: each attempt would run the refused wave's effects again.
+    assert retry_delay_s(code, 1) == math.inf
+
+
+def test_other_failures_back_off_doubling_up_to_a_minute():
+    delays = [retry_delay_s(code, n) for code, n in (("E021", 1), ("E020", 2), ("internal", 9))]
+    assert delays == [2.0, 4.0, 60.0]

@@ -35,7 +35,8 @@
   gives up). A drive that fails (PLAIT-E021 lease lost, E010 a run started from
   Python, which has no file to load, E008, a storage error) is reported and its run is
   not claimed again by this worker for a back-off (2, 4, ... 60 s; never again with
-  ``once``); other workers may try it. A drive that failed because the database went
+  ``once``, nor after a refusal it would meet every time: ``SETTLED_REFUSALS``); other
+  workers may try it. A drive that failed because the database went
   away could not release its lease either: the worker releases it once the database is
   back (``Runtime.retry_releases``, before each claim), so the run is claimed again
   after the back-off rather than after the lease TTL. A lost notification connection is
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import threading
 import time
@@ -73,8 +75,23 @@ if TYPE_CHECKING:
 DEFAULT_POLL_MS = 1000
 MAX_BACKOFF_S = 60.0
 CLAIM_BATCH = 256  # runs claimed in one transaction at most (the loop claims again at once)
+SETTLED_REFUSALS = frozenset({"E006", "E008", "E010", "E015", "E026"})
+"""Refusals a drive of the same run by the same worker meets again every time: a model
+that cannot run here, a dangling intent under ``on_dangling: fail``, a changed file, a
+checkpoint over this process's limit (whose wave's effects each attempt would run again),
+an engine epoch this plait does not replay. Their remedies (fork, a new file, another
+worker or setting) never reach a running worker, so it does not claim such a run again."""
 _LISTEN_SLICE_S = 0.5  # one wait of the listener thread (interrupt() ends it at once)
 _RELISTEN_S = 1.0  # a lost notification connection is opened again this often (at most)
+
+
+def retry_delay_s(code: str, failures: int) -> float:
+    """Seconds before this worker claims a run again after its ``failures``-th failed drive
+    (``code``: the PLAIT code, or ``internal``): doubling up to MAX_BACKOFF_S, never again
+    for a SETTLED_REFUSALS code."""
+    if code in SETTLED_REFUSALS:
+        return math.inf
+    return min(MAX_BACKOFF_S, 2.0**failures)
 
 
 class WorkStore(Protocol):
@@ -289,7 +306,7 @@ class Worker:
                 {"run_id": claim.run_id, "code": f"PLAIT-{code}", "message": message}
             )
             count = self._failures.get(claim.run_id, (0, 0.0))[0] + 1
-            delay = min(MAX_BACKOFF_S, 2.0**count)
+            delay = retry_delay_s(code, count)
             self._failures[claim.run_id] = (count, time.monotonic() + delay)
             self._log(f"run {claim.run_id}: PLAIT-{code} {message}")
 
