@@ -25,7 +25,7 @@ from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
 from plait.driver.inprocess import new_run_id
 from plait.driver.run_ids import check_run_id
-from plait.driver.runtime import Runtime, new_run_id_for_fork
+from plait.driver.runtime import Runtime, check_model, new_run_id_for_fork
 from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow
@@ -184,6 +184,7 @@ def run(
     with out.reporting():
         check_run_id(run_id, "--run-id")
         wf = load_workflow(workflow, model)
+        check_model(wf, driven=not detach)  # refused before the store (a new file) is opened
         value = parse_input(input)
         if input is not None and value is None:  # `--input null`: a value, not "no input"
             value = {"input": None}
