@@ -20,6 +20,7 @@ from plait.cli.common import AsOption, DbOption, JsonOption
 from plait.cli.output import EXIT_REFUSED, Output
 from plait.core.errors import PlaitError
 from plait.driver.runtime import default_db
+from plait.server import DEFAULT_MAX_BODY_BYTES
 from plait.server.auth import TOKEN_ENV, resolve_token
 from plait.store import open_store
 
@@ -89,6 +90,15 @@ def serve(
             help=f"The bearer token (default ${TOKEN_ENV}, else a generated one, shown once).",
         ),
     ] = None,
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-body-bytes",
+            metavar="N",
+            min=1,
+            help="Refuse larger request bodies (413).",
+        ),
+    ] = DEFAULT_MAX_BODY_BYTES,
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
@@ -119,6 +129,7 @@ def serve(
         principal=principal,
         bound=principal is not None,
         stopping=lambda: server.should_exit,  # event streams of moving runs close on a stop
+        max_body_bytes=max_body_bytes,
     )
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="info", log_config=stderr_logging())

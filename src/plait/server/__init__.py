@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from plait.server.app import create_app
 
+DEFAULT_MAX_BODY_BYTES = 16 << 20
+"""The largest request body a server reads (16 MiB): a run input, an answer, a message.
+Here, not in settings.py, so ``plait serve`` can name it before FastAPI is imported."""
+
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
@@ -25,4 +29,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'plait.server' has no attribute {name!r}")
 
 
-__all__ = ["create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]

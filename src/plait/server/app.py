@@ -15,7 +15,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 
 from plait.driver.runtime import default_db, default_principal
-from plait.server import commands, console, driving, errors, events, reading
+from plait.server import DEFAULT_MAX_BODY_BYTES, commands, console, driving, errors, events, reading
 from plait.server.auth import Access
 from plait.server.paths import EncodedSegments
 from plait.server.settings import (
@@ -35,6 +35,7 @@ def create_app(
     poll_s: float = DEFAULT_POLL_S,
     heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     stopping: Callable[[], bool] | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The API on store ``db`` (default ``$PLAIT_DB``, else ``.plait/plait.db``), behind ``token``.
 
@@ -42,7 +43,8 @@ def create_app(
     else the OS user); ``bound``: the token always acts as ``principal`` (``auth.Access``).
     ``poll_s``: how often an event stream reads the store while a run moves. ``stopping``:
     whether the server is shutting down (an event stream of a moving run then closes,
-    else it would hold the shutdown until the run settles).
+    else it would hold the shutdown until the run settles). ``max_body_bytes``: a larger
+    request body is refused (PLAIT-E019, 413) without being read to its end.
     """
     if not token:
         raise ValueError("create_app needs a non-empty token")
@@ -55,7 +57,12 @@ def create_app(
         openapi_url=None,
     )
     app.state.plait = ServerSettings(
-        db or default_db(), access, poll_s, heartbeat_s, stopping or never_stopping
+        db or default_db(),
+        access,
+        poll_s,
+        heartbeat_s,
+        stopping or never_stopping,
+        max_body_bytes,
     )
     errors.install(app)
     for module in (reading, commands, driving, events):  # each routes through ApiRoute

@@ -5,6 +5,9 @@ The token is checked before the body is read, so a request without it is PLAIT-E
 FastAPI's own parser keeps the last of two equal keys and accepts NaN; a body that names a
 key twice, holds NaN/Infinity or text no UTF-8 can store is refused here (PLAIT-E019,
 400) before any route sees it, so nothing a person sent ambiguously reaches a journal.
+A body over the server's limit (16 MiB unless ``plait serve --max-body-bytes`` says
+otherwise) is refused (PLAIT-E019, 413) without being read to its end, so no request can
+make the server hold, or a journal keep, more than that at once.
 Path parameters (run and ask ids) arrive URL-encoded (``paths.EncodedSegments``) and are
 decoded here, so an id holding a ``/`` is one segment.
 """
@@ -20,7 +23,10 @@ from fastapi.routing import APIRoute
 from plait.core.canonical import CanonicalJSONError, dumpb, loads
 from plait.core.errors import PlaitError
 from plait.server.paths import decoded
+from plait.server.replies import error_reply
 from plait.server.settings import ServerSettings
+
+PAYLOAD_TOO_LARGE = 413
 
 
 class ApiRoute(APIRoute):
@@ -34,7 +40,14 @@ class ApiRoute(APIRoute):
             settings.access.check(request.headers.get("authorization"))
             params = request.scope.get("path_params", {})
             request.scope["path_params"] = {key: decoded(value) for key, value in params.items()}
-            body = await request.body()  # kept by the request: the route reads it again
+            body = await read_body(request, settings.max_body_bytes)
+            if body is None:
+                too_large = PlaitError(
+                    "E019",
+                    f"request body: over the server's limit of {settings.max_body_bytes}"
+                    " bytes (plait serve --max-body-bytes)",
+                )
+                return error_reply(too_large, PAYLOAD_TOO_LARGE)
             if body and "json" in request.headers.get("content-type", ""):
                 try:
                     dumpb(loads(body, unique_keys=True))
@@ -43,3 +56,22 @@ class ApiRoute(APIRoute):
             return await handle(request)
 
         return checked
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The request's body, kept by the request for the route to read again; None, read no
+    further, once it is over ``limit`` bytes (its Content-Length says so, or its chunks
+    add up past it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    request._body = body  # what Request.body() returns from now on (FastAPI's own idiom)
+    return body

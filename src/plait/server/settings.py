@@ -15,6 +15,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from plait.driver.runtime import Runtime
+from plait.server import DEFAULT_MAX_BODY_BYTES
 from plait.server.auth import Access
 
 DEFAULT_POLL_S = 0.25
@@ -28,14 +29,15 @@ def never_stopping() -> bool:
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """The store URL, who may call and as whom, how the event stream polls, and whether
-    the server is shutting down."""
+    """The store URL, who may call and as whom, how the event stream polls, whether the
+    server is shutting down, and the largest request body it reads."""
 
     db: str
     access: Access
     poll_s: float = DEFAULT_POLL_S
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     stopping: Callable[[], bool] = never_stopping
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     @contextmanager
     def runtime(
