@@ -100,6 +100,25 @@ def test_a_malformed_send_fails_the_spawner_naming_it():
         assert trace.runs("worker") == 0
 
 
+def test_a_refused_send_merges_none_of_its_results_keys():
+    """All or nothing: the spawner failed, so no part of its result reaches the context,
+    whether it was a node's or a task's."""
+    plan = fanout_plan()
+
+    def node_refused(node, *_):
+        return ok({"total": 7, "squares": 1, "$send": [{"node": "nowhere"}]})
+
+    def task_refused(node, attempt, value):
+        if node == "seed":
+            return ok({"$send": [{"node": "worker", "input": {"x": 1}}]})
+        return ok({"total": 7, "squares": 1, "$send": [{"node": "worker"}]})  # to itself
+
+    for effect, spawner in ((node_refused, "seed"), (task_refused, "worker")):
+        trace = drive(make_env(plan), effect)
+        assert trace.outcome["Failed"]["node"] == spawner
+        assert final_state(trace)["context"] == {}, spawner
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_any_task_completion_order_gives_identical_checkpoints(rnd):

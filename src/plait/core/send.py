@@ -74,7 +74,11 @@ def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
         start = state.spawn_counter.get(parent, 0)
         if problem is None and start + len(entries) - 1 > MAX_ORDINAL:
             problem = f"$send would exceed {MAX_ORDINAL + 1} tasks spawned from '{parent or '/'}'"
-        if problem is not None:
+        if problem is not None:  # all or nothing: a refused result merges none of its keys
+            if parent:
+                del phase.send_results[parent]
+            else:
+                del phase.results[spawner]
             where = f" (task {parent})" if parent else ""
             node_id = s.env.plan.nodes[spawner].id
             fail_node(state, spawner, f"ExecutorError: node '{node_id}'{where}: {problem}")
