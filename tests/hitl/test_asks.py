@@ -82,6 +82,24 @@ def test_two_approval_calls_in_one_turn_are_two_asks_told_apart_by_ordinal(plait
     assert plait.verify("pay")["up_to"] == "terminal"
 
 
+def test_approved_calls_run_in_the_order_the_model_made_them(plait: Plait):
+    calls = [{"name": "pay", "arguments": {"amount": n}} for n in range(1, 7)]
+    plait.scripted([{"text": "", "tool_calls": calls}, {"text": '{"done": true}'}])
+    asks = plait.run("payments", "pay").data["asks"]
+    by_id = [a["input"]["amount"] for a in sorted(asks, key=lambda a: a["ask_id"])]
+    assert by_id != [1, 2, 3, 4, 5, 6]  # else this test could not tell the two orders apart
+
+    for ask in sorted(asks, key=lambda a: -a["input"]["amount"]):  # approved last to first
+        assert plait("approve", "pay", ask["ask_id"], principal="bob").returncode == 0
+    assert plait("resume", "pay").returncode == 0
+
+    ran = [e for e in plait.trace("pay") if e["kind"] == "tool"]
+    assert [e["result"]["paid"] for e in sorted(ran, key=lambda e: e["effect_seq"])] == [
+        1, 2, 3, 4, 5, 6
+    ]  # fmt: skip
+    assert plait.verify("pay")["up_to"] == "terminal"
+
+
 def test_an_unknown_ask_id_is_e011_and_recorded(plait: Plait):
     assert plait.run("question", "q").returncode == 3
     refused = answer(plait, "q", "0" * 64, "{}")

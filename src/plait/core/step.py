@@ -89,17 +89,18 @@ class StepOutcome:
 def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOutcome:
     """Apply ``events`` in order, then advance the run as far as pure reasoning allows."""
     s = StepContext(env, state, env.reducer(), [])
-    for event in _answers_in_ask_order(events):
+    for event in _answers_in_ask_order(state, events):
         _apply(s, event)
     llm_loop.settle_idle_answers(s)
     _progress(s)
     return StepOutcome(state, s.commands)
 
 
-def _answers_in_ask_order(events: Iterable[Event]) -> list[Event]:
-    """``events`` with each run of consecutive answers sorted by ask id (the order the
-    driver settles them in): answers fed together (approvals of one model answer, say)
-    must settle the same way whatever order they were given in."""
+def _answers_in_ask_order(state: SchedulerState, events: Iterable[Event]) -> list[Event]:
+    """``events`` with each run of consecutive answers sorted in the order their asks were
+    made: answers fed together (approvals of one model answer, say) must settle the same
+    way whatever order they were given in, and approved calls then run in the order the
+    model called them (``_ask_position``)."""
     events = events if isinstance(events, list) else list(events)
     if not any(isinstance(event, ResponseSettled) for event in events):
         return events  # a wave's results: the common case, taken as it is
@@ -109,15 +110,26 @@ def _answers_in_ask_order(events: Iterable[Event]) -> list[Event]:
         if isinstance(event, ResponseSettled):
             answers.append(event)
             continue
-        out.extend(_by_ask_id(answers))
+        out.extend(_in_ask_order(state, answers))
         answers = []
         out.append(event)
-    out.extend(_by_ask_id(answers))
+    out.extend(_in_ask_order(state, answers))
     return out
 
 
-def _by_ask_id(answers: list[ResponseSettled]) -> list[ResponseSettled]:
-    return sorted(answers, key=lambda answer: answer.ask_id)
+def _in_ask_order(state: SchedulerState, answers: list[ResponseSettled]) -> list[ResponseSettled]:
+    return sorted(answers, key=lambda answer: _ask_position(state, answer.ask_id))
+
+
+def _ask_position(state: SchedulerState, ask_id: str) -> tuple[int, str, int, str]:
+    """Where an ask was made: its node's index, task path and effect_seq (a model's calls
+    in the order it made them), then its id; an ask no longer pending sorts first (its
+    answer is refused or ignored, whatever its place)."""
+    entry = state.pending_asks.get(ask_id)
+    if not isinstance(entry, dict) or not isinstance(entry.get("key"), dict):
+        return (-1, "", -1, ask_id)
+    key = entry["key"]
+    return (int(entry["node"]), str(key["task_path"]), int(key["effect_seq"]), ask_id)
 
 
 # --- events -----------------------------------------------------------------
