@@ -215,3 +215,22 @@ def test_a_refusal_met_on_every_attempt_is_never_retried_by_the_same_worker(code
 def test_other_failures_back_off_doubling_up_to_a_minute():
     delays = [retry_delay_s(code, n) for code, n in (("E021", 1), ("E020", 2), ("internal", 9))]
     assert delays == [2.0, 4.0, 60.0]
+
+
+def test_a_worker_without_the_providers_key_leaves_the_run_for_one_that_has_it(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flow = tmp_path / "agent.yaml"
+    flow.write_text(
+        "name: keyed\nnodes: [{id: agent, instruction: Go.}]\nllm: {model: openai:gpt-4o-mini}\n"
+    )
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    enqueue(db, flow, {"keyed": {}}, clock=T0)  # queued: the worker's environment counts
+
+    report = run_worker(db, T0)
+
+    assert [(e["run_id"], e["code"]) for e in report["errors"]] == [("keyed", "PLAIT-E006")]
+    assert "OPENAI_API_KEY" in report["errors"][0]["message"]
+    with Runtime(db, principal="tester") as rt:
+        assert rt.store.get_run("keyed").status != "failed"
+        assert rt.store.load_journal("keyed").intents == []  # no turn was taken

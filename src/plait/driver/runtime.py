@@ -330,8 +330,7 @@ class Runtime:
                     if state.failed is not None:  # a crash may have come before (§3.5)
                         await self._cancel_children(run_id)
                     return RunResult.of(state)
-            if token is None:  # a worker's claim is driven as it finds it (its env counts)
-                check_model(workflow, self.model)
+            check_model(workflow, self.model)  # a worker's too: refused, it fails nothing
             driving = True
             return await self._drive(
                 run_id,

@@ -282,12 +282,16 @@ class Worker:
         return claims
 
     def _excluded(self) -> list[str]:
+        """Runs not to claim: those backing off, and those of drives not yet reaped (a drive
+        that ended after this loop's ``_reap`` has released its lease, and its failure is
+        not counted yet: claimed again, its refusal would be met, or its effects run, twice)."""
         now = time.monotonic()
-        return sorted(
+        backing_off = {
             run_id
             for run_id, (_, retry_at) in self._failures.items()
             if self.once or retry_at > now
-        )
+        }
+        return sorted(backing_off | {claim.run_id for claim in self._in_flight.values()})
 
     def _reap(self) -> None:
         for future in [f for f in self._in_flight if f.done()]:
