@@ -157,6 +157,16 @@ class DurableJournal:
         )
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
+        if len(command.data) > self._max_checkpoint:  # the wave is dropped, not committed
+            self._pending, self._cutting = [], []
+            raise checkpoint_too_large(
+                self._run_id,
+                command.superstep,
+                len(command.data),
+                self._max_checkpoint,
+                "nothing of its wave was journaled (not its effects' results either):"
+                " the run resumes from its last checkpoint",
+            )
         self._pending.append(CheckpointWrite(command.superstep, command.data, command.value))
 
     def envelope(self, command: EmitEnvelope) -> None:
@@ -176,16 +186,6 @@ class DurableJournal:
     def commit(self) -> None:
         if not self._pending:
             return
-        for write in self._pending:  # a wave with an oversized checkpoint commits nothing
-            if isinstance(write, CheckpointWrite) and len(write.data) > self._max_checkpoint:
-                raise checkpoint_too_large(
-                    self._run_id,
-                    write.superstep,
-                    len(write.data),
-                    self._max_checkpoint,
-                    "nothing of its wave was journaled (not its effects' results either):"
-                    " the run resumes from its last checkpoint",
-                )
         writes, self._pending = self._pending, []
         cutting, self._cutting = self._cutting, []
         self._store.commit(self._run_id, self._token, writes)
