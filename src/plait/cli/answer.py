@@ -77,7 +77,10 @@ def respond(
     result: Annotated[
         str | None, typer.Option("--result", help="The answer: JSON or @FILE.")
     ] = None,
-    deny: Annotated[str | None, typer.Option("--deny", metavar="REASON")] = None,
+    deny: Annotated[
+        str | None,
+        typer.Option("--deny", metavar="REASON", help="Refuse the ask with this reason."),
+    ] = None,
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
@@ -96,7 +99,9 @@ def respond(
 def approve(
     run_id: RunArg,
     ask_id: AskArg,
-    reason: Annotated[str | None, typer.Option("--reason", metavar="TEXT")] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", metavar="TEXT", help="Why (journaled).")
+    ] = None,
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
@@ -111,7 +116,9 @@ def approve(
 def deny(
     run_id: RunArg,
     ask_id: AskArg,
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT")],
+    reason: Annotated[
+        str, typer.Option("--reason", metavar="TEXT", help="Why (journaled; the model sees it).")
+    ],
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,

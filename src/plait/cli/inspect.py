@@ -24,7 +24,9 @@ from plait.driver.verbs import (
 
 
 def runs(
-    status: Annotated[str | None, typer.Option("--status", metavar="S")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", metavar="S", help="Only runs with this status.")
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:

@@ -172,8 +172,14 @@ def run(
     input: Annotated[
         str | None, typer.Option("--input", help="Input JSON, or @FILE holding it.")
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", metavar="SPEC")] = None,
-    run_id: Annotated[str | None, typer.Option("--run-id", metavar="ID")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", metavar="SPEC", help="Model for LLM nodes (overrides llm.model)."),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", metavar="ID", help="The run's id (default: a new one)."),
+    ] = None,
     principal: AsOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Enqueue for a worker.")] = False,
     db: DbOption = None,
@@ -218,9 +224,22 @@ def resume(
 
 def fork(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    at: Annotated[int | None, typer.Option("--at", metavar="SUPERSTEP")] = None,
-    workflow: Annotated[str | None, typer.Option("--workflow", metavar="FILE")] = None,
-    budget: Annotated[list[str] | None, typer.Option("--budget", metavar="AXIS=VALUE")] = None,
+    at: Annotated[
+        int | None,
+        typer.Option(
+            "--at", metavar="SUPERSTEP", help="Fork from this checkpoint (default: the last)."
+        ),
+    ] = None,
+    workflow: Annotated[
+        str | None,
+        typer.Option("--workflow", metavar="FILE", help="Continue on this workflow file instead."),
+    ] = None,
+    budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--budget", metavar="AXIS=VALUE", help="Raise a ceiling of the fork (repeatable)."
+        ),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -243,7 +262,7 @@ def fork(
 
 def cancel(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT")] = "",
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (journaled).")] = "",
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
