@@ -24,6 +24,8 @@ FLOW_DIR = Path(__file__).parent / "flow"
 FLOW = FLOW_DIR / "workflow.yaml"
 ASK_FLOW = FLOW_DIR / "ask.yaml"
 TIMER_FLOW = FLOW_DIR / "timer.yaml"
+SPENT_FLOW = FLOW_DIR / "spent.yaml"  # ends budget_exhausted after one superstep
+SPENDS_FLOW = FLOW_DIR / "spends.yaml"  # runs spent.yaml as a child run
 PLAIT = str(Path(sys.executable).parent / "plait")
 T0 = 1_800_000_000_000  # a fixed clock reading (ms) for PLAIT_NOW_MS
 

@@ -2,8 +2,9 @@
 
 ``claim_work``'s rule (queued; running with a dead or released lease; parked with a due
 wake time; top-level runs only), the wake times ``Runtime`` records (answers, timers,
-ask expiries), fencing of a drive under a token that was taken over, and ``gc``'s rule
-(finished trees only). The multi-process behaviour is in test_workers.py.
+ask expiries, budget raises), fencing of a drive under a token that was taken over, and
+``gc``'s rule (finished trees only, none in which a raised budget_exhausted run, child or
+claimed, may still go on). The multi-process behaviour is in test_workers.py.
 """
 
 from __future__ import annotations
@@ -16,15 +17,25 @@ from typing import Any
 
 import pytest
 
-from plait import PlaitError, Runtime
+from plait import PlaitError, Runtime, Workflow
 from plait.driver.worker import Worker, collect_garbage, retry_delay_s
 from plait.store import open_store
 from plait.store.records import LeaseOwner, RecordWrite, RunInfo, StatusWrite
-from workers.support import ASK_FLOW, FLOW, T0, TIMER_FLOW, enqueue, executions
+from workers.support import (
+    ASK_FLOW,
+    FLOW,
+    SPENDS_FLOW,
+    SPENT_FLOW,
+    T0,
+    TIMER_FLOW,
+    enqueue,
+    executions,
+)
 
 A = LeaseOwner("host-a", 1, 1)
 B = LeaseOwner("host-b", 2, 2)
 TTL = 1_000
+HOUR = 3_600_000
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -204,6 +215,86 @@ def test_gc_takes_whole_finished_trees_only(db: str, tmp_path: Path) -> None:
             store.load_journal("old")
     with Runtime(db, principal="tester", clock=lambda: 0) as rt:
         assert collect_garbage(rt, 0) == {"deleted": 0, "runs": []}  # nothing older than now
+
+
+def test_gc_keeps_a_tree_whose_budget_exhausted_child_was_raised(db: str, tmp_path: Path) -> None:
+    """A child that exhausts its budget fails its parent's node: the parent ends failed,
+    the child budget_exhausted. Once the child's budget is raised, ``resume CHILD``
+    continues it (no worker does: the parent is finished), so gc keeps the tree until
+    then, although the raise's wake time went to the failed root."""
+    count = str(tmp_path / "c")
+    enqueue(db, SPENDS_FLOW, {"p": {"count_file": count, "n": 1}}, clock=T0)
+    assert run_worker(db, T0)["statuses"] == {"failed": 1}
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        [child] = [i.run_id for i in rt.store.list_runs() if i.parent_run_id == "p"]
+        assert rt.store.get_run(child).status == "budget_exhausted"
+        rt.raise_budget(child, {"max_supersteps": 10})
+    later = T0 + 2 * HOUR
+    with Runtime(db, principal="tester", clock=lambda: later) as rt:
+        assert collect_garbage(rt, HOUR) == {"deleted": 0, "runs": []}
+    assert run_worker(db, later)["driven"] == 0  # only top-level runs are claimed
+    with Runtime(db, principal="tester", clock=lambda: later) as rt:
+        resumed = asyncio.run(rt.resume(child))
+        assert (resumed.status, resumed.context["b"]) == ("completed", 4)
+        assert rt.store.get_run("p").status == "failed"  # the parent's node failed for good
+        assert rt.verify(child).verified
+    with Runtime(db, principal="tester", clock=lambda: later + 2 * HOUR) as rt:
+        assert collect_garbage(rt, HOUR) == {"deleted": 2, "runs": sorted(["p", child])}
+
+
+def test_gc_keeps_a_raised_run_whose_claiming_worker_died(db: str, tmp_path: Path) -> None:
+    """A worker claimed a raised budget_exhausted run and died before driving it: the
+    claim consumed the wake time, but the run is running under a lease that lapses, so
+    gc keeps it and the next worker takes it over."""
+    enqueue(db, SPENT_FLOW, {"r": {"count_file": str(tmp_path / "c"), "n": 1}}, clock=T0)
+    assert run_worker(db, T0)["statuses"] == {"budget_exhausted": 1}
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        rt.raise_budget("r", {"max_supersteps": 10})
+        assert [run_id for run_id, _ in rt.store.claim_work(A, T0, TTL)] == ["r"]
+    later = T0 + 2 * HOUR
+    with Runtime(db, principal="tester", clock=lambda: later) as rt:
+        assert collect_garbage(rt, HOUR) == {"deleted": 0, "runs": []}
+    assert run_worker(db, later)["statuses"] == {"completed": 1}
+
+
+def test_gc_keeps_a_raised_run_whose_claimed_drive_was_refused(db: str) -> None:
+    """A worker cannot drive a run started from Python (no file: PLAIT-E010). Its refused
+    claim leaves the raised run running with a released lease, for another claimant or
+    a ``resume`` from Python, never for gc."""
+
+    def step() -> dict[str, int]:
+        return {"n": 1}
+
+    wf = Workflow.new("py").node("a", tool=step).node("b", tool=step).edge("a", "b")
+    wf = wf.budget(max_supersteps=1)
+    with Runtime(db, principal="tester", clock=lambda: T0) as rt:
+        assert rt.run_sync(wf, {}, run_id="py").status == "budget_exhausted"
+        rt.raise_budget("py", {"max_supersteps": 10})
+    [error] = run_worker(db, T0)["errors"]
+    assert error["code"] == "PLAIT-E010"
+    later = T0 + 2 * HOUR
+    with Runtime(db, principal="tester", clock=lambda: later) as rt:
+        assert collect_garbage(rt, HOUR) == {"deleted": 0, "runs": []}
+        assert asyncio.run(rt.resume("py", workflow=wf)).status == "completed"
+
+
+def test_a_claimed_budget_exhausted_run_with_nothing_raised_goes_back_as_it_was(
+    db: str, tmp_path: Path
+) -> None:
+    """A cancel journaled for a budget_exhausted run wakes it, but there is nothing to
+    drive: the claimed drive gives it back its status and last update (the claim had
+    marked it running), so nobody claims it again and gc takes it."""
+    enqueue(db, SPENT_FLOW, {"r": {"count_file": str(tmp_path / "c"), "n": 1}}, clock=T0)
+    assert run_worker(db, T0)["statuses"] == {"budget_exhausted": 1}
+    with Runtime(db, principal="tester", clock=lambda: T0 + 10) as rt:
+        rt.cancel("r", "late")
+        [(_, token)] = rt.store.claim_work(A, T0 + 10, TTL)
+        assert asyncio.run(rt.resume("r", token=token)).status == "budget_exhausted"
+        info = rt.store.get_run("r")
+        assert (info.status, info.updated_ms) == ("budget_exhausted", T0)
+        assert rt.store.claim_work(A, T0 + 20, TTL) == []
+    with Runtime(db, principal="tester", clock=lambda: T0 + 2 * HOUR) as rt:
+        assert collect_garbage(rt, HOUR) == {"deleted": 1, "runs": ["r"]}
 
 
 @pytest.mark.parametrize("code", ["E006", "E008", "E010", "E015", "E026"])

@@ -329,6 +329,8 @@ class Runtime:
                 if state.is_terminal() and not any(isinstance(e, BudgetRaised) for e in events):
                     if state.failed is not None:  # a crash may have come before (§3.5)
                         await self._cancel_children(run_id)
+                    if token is not None:
+                        self._give_status_back(run_id, state, token)
                     return RunResult.of(state)
             check_model(workflow, self.model)  # a worker's too: refused, it fails nothing
             driving = True
@@ -345,6 +347,17 @@ class Runtime:
         finally:
             if token is not None and not driving:
                 self.release_lease(run_id, token)
+
+    def _give_status_back(self, run_id: str, state: SchedulerState, token: int) -> None:
+        """A claim marks the run running; when there is nothing to drive (a finished run
+        woken by a cancel or a message, a budget-exhausted one with nothing raised) it gets
+        back the status its state holds, with its last update as it was (gc's age)."""
+        info = self.store.get_run(run_id)
+        if info.status == "running":
+            result = RunResult.of(state)
+            self.store.commit(
+                run_id, token, [StatusWrite(result.status, result.outcome, info.updated_ms)]
+            )
 
     async def _drive(
         self,
@@ -665,9 +678,15 @@ class Runtime:
         ``raised`` holds ceilings in the units a run keeps (``check_ceilings``).
         """
         check_ceilings(raised, "raise_budget")
-        self.store.get_run(run_id)
+        info = self.store.get_run(run_id)
         self.store.commit(run_id, None, [RecordWrite("budget_raise", raised)])
-        self._wake_root(run_id)
+        if info.parent_run_id is not None:
+            # A child's own wake time keeps its tree from gc until a drive of the child
+            # feeds the raise: the root's does not keep a finished root that is not
+            # budget-exhausted, and a budget-exhausted child's parent has failed (its
+            # node did), so only `resume CHILD` goes on with it.
+            self._set_wake(run_id, self.clock())
+        self._wake_root(run_id)  # a worker drives the tree on
 
     async def fork(
         self,

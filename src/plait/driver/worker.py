@@ -8,9 +8,11 @@
   worker), and parked runs whose wake time has come (an answer, an expired ask, a due
   timer, a cancel or a budget raise; ``Runtime`` records wake times). Only top-level
   runs are claimed: a child run is driven by its parent's drive. The claim takes each
-  lease, returns its fencing token, consumes the wake time and marks a queued or parked
-  run ``running`` in the same transaction, so a worker that dies mid-drive leaves a
-  running run whose lease lapses, and the next claim takes it over.
+  lease, returns its fencing token, consumes the wake time and marks a queued, parked or
+  budget-exhausted run ``running`` in the same transaction, so a worker that dies
+  mid-drive (or whose drive is refused) leaves a running run whose lease lapses (or was
+  given up), and the next claim takes it over. A claimed run with nothing to drive (a
+  finished run a cancel woke) gets its status back (``Runtime.resume``).
 - **Driving.** Each claimed run is driven in a thread of its own (its own event loop)
   by ``Runtime.resume(run_id, token=..., manifest=...)`` (the manifest, read once to find
   the run's file, is handed on): the drive writes under the claimed token, which every
@@ -421,8 +423,10 @@ class Worker:
 def collect_garbage(runtime: Runtime, older_than_ms: int) -> dict[str, Any]:
     """Delete finished runs not updated for ``older_than_ms`` (``plait gc``).
 
-    Runs that are queued, running or parked, that a worker should wake, that hold a live
-    lease, or whose child runs are not all finished are never touched. A deleted run
+    Runs that are queued, running or parked, budget-exhausted runs whose budget was
+    raised and not yet fed to a drive (their wake time, which ``raise_budget`` records on
+    the raised run, children included), runs that hold a live lease, and trees in which
+    any run is one of those are never touched. A deleted run
     takes its journal, manifests and lease along. Content-addressed payload nodes stay:
     nodes are shared between runs (a value stored once is referenced by every run that
     holds it) and every live store remembers which nodes exist so it never writes one

@@ -222,12 +222,16 @@ _LOCK_ORPHANS = (
     "SELECT run_id FROM runs WHERE run_id = ANY(%s) AND status = 'running'"
     " ORDER BY created_ms, row_order FOR UPDATE SKIP LOCKED"
 )
-# A claimed run's wake time is consumed; a queued or parked one is running from now on (a
-# worker that dies while driving it leaves a running run whose lease lapses, which the
-# next claim takes over). A budget-exhausted run keeps its status: its drive sets it.
+# A claimed run's wake time is consumed; a queued, parked or budget-exhausted one is
+# running from now on: a worker that dies, or whose drive is refused (PLAIT-E010, a run
+# started from Python), before the drive settles what was due leaves a running run whose
+# lease lapses or was given up, which the next claim takes over. Left budget-exhausted
+# without its wake time, a raised run would be claimed by nobody and deleted by gc. A
+# budget-exhausted run keeps its last update: a drive that finds nothing raised (a cancel
+# or message woke it) gives it back its status as it was (``Runtime.resume``).
 _CLAIMED = (
-    "UPDATE runs SET wake_ms = NULL,"
-    " status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,"
+    "UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
+    " ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
     " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %s ELSE updated_ms END"
     " WHERE run_id = ANY(%s)"
 )
@@ -566,9 +570,11 @@ class PostgresStore:
 
         A top-level run qualifies when it is finished (completed, failed, stalled,
         canceled, budget_exhausted), nothing wants it driven (a budget-exhausted run with
-        a wake time may go on; no other finished run is driven again) and no live
-        lease is held on it; it goes with its child runs, and only when every one of
-        them is finished too. Parked, queued and running runs are never touched. Its
+        a wake time may go on: its budget was raised; no other finished run is driven
+        again) and no live lease is held on it; it goes with its child runs, and only when
+        every one of them qualifies too (a raised budget-exhausted child keeps the tree:
+        ``raise_budget`` gives a child its own wake time). Parked, queued and running
+        runs are never touched. Its
         journal, manifests, lease and run row are deleted in one transaction; the
         content-addressed nodes stay (see ``plait.driver.worker.collect_garbage``).
         """

@@ -98,11 +98,11 @@ _CLAIM_ORPHANS = (
     " AND l.host = :host AND l.expires_ms > :now"
     " ORDER BY r.created_ms, r.rowid"
 )
-# A claimed run's wake time is consumed; a queued or parked one is running from now on
-# (see PostgresStore's _CLAIMED).
+# A claimed run's wake time is consumed; a queued, parked or budget-exhausted one is
+# running from now on (see PostgresStore's _CLAIMED).
 _CLAIMED = (
-    "UPDATE runs SET wake_ms = NULL,"
-    " status = CASE WHEN status IN ('queued', 'parked') THEN 'running' ELSE status END,"
+    "UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
+    " ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
     " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN ? ELSE updated_ms END"
     " WHERE run_id = ?"
 )
