@@ -227,6 +227,18 @@ def test_runtime_refuses_a_malformed_limit_when_it_is_made(
     assert not (tmp_path / "p.db").exists()
 
 
+@pytest.mark.parametrize("value", ["soon", "-1", "1.5e12"])
+def test_a_malformed_clock_is_e019_naming_the_variable_and_opens_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+):
+    monkeypatch.setenv("PLAIT_NOW_MS", value)
+    with pytest.raises(PlaitError) as err:
+        Runtime(f"sqlite:///{tmp_path}/p.db", principal="p")
+    assert err.value.code == "E019" and "PLAIT_NOW_MS must be" in str(err.value)
+    assert repr(value) in str(err.value)
+    assert not (tmp_path / "p.db").exists()
+
+
 def test_a_malformed_lease_ttl_is_e019_naming_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

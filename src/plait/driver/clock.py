@@ -6,9 +6,10 @@ read here, by the driver, never by the core.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
+
+from plait.driver.env_numbers import whole_number
 
 Clock = Callable[[], int]
 
@@ -19,8 +20,7 @@ def system_clock() -> int:
 
 def clock_from_env() -> Clock:
     """A fixed clock when ``PLAIT_NOW_MS`` is set, else the system clock."""
-    fixed = os.environ.get("PLAIT_NOW_MS")
-    if fixed is None or not fixed.strip():
+    value = whole_number("PLAIT_NOW_MS", 0)
+    if value is None:
         return system_clock
-    value = int(fixed)
     return lambda: value

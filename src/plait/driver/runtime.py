@@ -39,6 +39,7 @@ from plait.driver.durable import (
     DurableJournal,
     checkpoint_too_large,
 )
+from plait.driver.env_numbers import whole_number
 from plait.driver.environment import env_from_manifest, make_env, tool_schemas
 from plait.driver.feeds import FEED
 from plait.driver.inprocess import new_run_id
@@ -75,26 +76,12 @@ def default_principal() -> str:
     return os.environ.get("PLAIT_PRINCIPAL") or getpass.getuser()
 
 
-def _env_count(name: str, default: int) -> int:
-    """A positive whole number from the environment variable ``name`` (unset or empty:
-    ``default``); anything else is PLAIT-E019 naming the variable, not a traceback."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isascii() or not value.isdigit() or int(value) < 1:
-        raise PlaitError(
-            "E019",
-            f"{name} must be a whole number of at least 1 (default {default}), not {value!r}",
-        )
-    return int(value)
-
-
 def _lease_ttl() -> int:
-    return _env_count("PLAIT_LEASE_TTL_MS", DEFAULT_LEASE_TTL_MS)
+    return whole_number("PLAIT_LEASE_TTL_MS", 1) or DEFAULT_LEASE_TTL_MS
 
 
 def _max_checkpoint_bytes() -> int:
-    return _env_count(MAX_CHECKPOINT_ENV, DEFAULT_MAX_CHECKPOINT_BYTES)
+    return whole_number(MAX_CHECKPOINT_ENV, 1) or DEFAULT_MAX_CHECKPOINT_BYTES
 
 
 def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) -> Workflow:
@@ -202,11 +189,12 @@ class Runtime:
     ) -> None:
         self.principal = check_principal(principal or default_principal())
         self.db = db or default_db()
-        self.max_checkpoint_bytes = _max_checkpoint_bytes()  # malformed: refused before any IO
+        # The environment's numbers first: a malformed one is refused before any IO.
+        self.max_checkpoint_bytes = _max_checkpoint_bytes()
         """Canonical bytes one checkpoint may hold: a drive refuses a larger one (PLAIT-E015)."""
+        self.clock = clock or clock_from_env()
         durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
         self.store = store if store is not None else open_store(self.db, durability=durability)
-        self.clock = clock or clock_from_env()
         self.observer = observer
         self.model = model
         """A model object to call instead of the workflow's spec (the Agent's hooked model)."""
