@@ -25,7 +25,7 @@ from typing import Any
 
 from inprocess import run_plait
 from plait.driver.answers import pending_asks
-from plait.driver.inspect_run import trace
+from plait.driver.run_view import RunView
 from plait.store import open_store
 from plait.store.base import Store
 from plait.store.records import Record
@@ -125,7 +125,7 @@ class Plait:
     def trace(self, run_id: str) -> list[dict[str, Any]]:
         """`plait trace`'s entries, read in-process (the same function the verb prints)."""
         with self.store() as store:
-            return trace(store, run_id)
+            return RunView(store, run_id).trace()
 
     def verify(self, run_id: str) -> dict[str, Any]:
         done = self("verify", run_id)

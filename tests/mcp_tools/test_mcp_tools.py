@@ -20,7 +20,8 @@ import pytest
 
 import plait
 from plait import PlaitError, Runtime, Workflow
-from plait.tools.mcp import McpPool, McpServerError, ServerSpec, with_catalogue
+from plait.tools.mcp import McpPool, McpServerError, ServerSpec
+from plait.workflow.pinning import with_catalogue
 
 BIN = Path(sys.executable).parent
 PLAIT = str(BIN / "plait")

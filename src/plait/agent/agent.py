@@ -33,14 +33,15 @@ from plait.agent.run_state import (
 )
 from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
 from plait.core.state import SchedulerState
-from plait.driver.answers import current_state
+from plait.driver.checkpoints import latest_state
 from plait.driver.clock import Clock
-from plait.driver.runtime import Runtime, pinned_workflow
+from plait.driver.runtime import Runtime
 from plait.driver.verify import VerifyReport
 from plait.models.base import Model, check_credentials, model_from_spec
 from plait.store.base import Store
 from plait.store.records import RecordWrite
 from plait.workflow import Workflow
+from plait.workflow.pinning import pinned_workflow
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -313,7 +314,7 @@ class Agent(Generic[OutputT]):
         responder = by or runtime.principal
         planned = plan_answers(
             state,
-            current_state(store, run_id),
+            latest_state(store, run_id),
             manifest.get("principal"),
             approvals,
             deferred,

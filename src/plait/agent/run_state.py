@@ -30,11 +30,11 @@ from typing import Any, Generic
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
 
-from plait.core.canonical import loads
 from plait.core.keys import JournalKey
 from plait.core.llm_loop import CALL_PREFIX
 from plait.core.state import SchedulerState
 from plait.driver.feeds import FEED
+from plait.driver.run_view import RunView
 from plait.driver.wave import contract_outcome
 from plait.models.base import ModelResponse
 from plait.store.base import Store
@@ -176,9 +176,10 @@ def read_run_state(
     output_type: type[BaseModel] | None = None,
 ) -> AgentRunState[Any]:
     """The agent run ``run_id`` as its journal stands now (raises PLAIT-E017 if unknown)."""
-    info = store.get_run(run_id)
-    journal = store.load_journal(run_id)
-    state = _latest_state(store, run_id)
+    view = RunView(store, run_id)
+    info = view.info
+    journal = view.journal
+    state = view.state
     turns = [i for i in journal.intents if i.key.kind == "llm" and "fold" not in _dict(i.input)]
     last_turn = turns[-1] if turns else None
     answer = _answer(journal, last_turn)
@@ -196,7 +197,7 @@ def read_run_state(
     calls, returns = _pending_tools(journal, last_turn, answer)
     approvals, deferred = _hitl(state, journal, calls)
     extra = _agent_record(journal)
-    pinned = _dict(_dict(store.manifests(run_id)[0]).get("workflow"))
+    pinned = _dict(view.manifest.get("workflow"))
     return AgentRunState(
         run_id=run_id,
         conversation_id=str(extra.get("conversation_id") or run_id),
@@ -227,13 +228,6 @@ def read_run_state(
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _latest_state(store: Store, run_id: str) -> SchedulerState | None:
-    meta = store.latest_checkpoint(run_id)
-    if meta is None:
-        return None
-    return SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
 
 
 def _completed(journal: Journal, intent: IntentRecord) -> bool:

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from plait.driver.runtime import Runtime, default_db
+from plait.driver.defaults import default_db
+from plait.driver.runtime import Runtime
 from plait.driver.wave import Observer
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]

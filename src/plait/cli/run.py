@@ -23,9 +23,11 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.state import SchedulerState
+from plait.driver.admission import check_model
+from plait.driver.forking import new_run_id_for_fork
 from plait.driver.inprocess import new_run_id
 from plait.driver.run_ids import check_run_id
-from plait.driver.runtime import Runtime, check_model, new_run_id_for_fork
+from plait.driver.runtime import Runtime
 from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow

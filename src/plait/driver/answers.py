@@ -17,20 +17,14 @@ from typing import Any
 import jsonschema
 
 from plait.core.asks import announced
-from plait.core.canonical import CanonicalJSONError, loads, require_json
+from plait.core.canonical import CanonicalJSONError, require_json
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey, child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, journal_bytes
 from plait.core.state import SchedulerState
+from plait.driver.checkpoints import latest_state
 from plait.store.base import Store
 from plait.store.records import RecordWrite, ResultWrite, Write
-
-
-def current_state(store: Store, run_id: str) -> SchedulerState | None:
-    meta = store.latest_checkpoint(run_id)
-    if meta is None:
-        return None
-    return SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
 
 
 def pending_asks(
@@ -51,7 +45,7 @@ def pending_asks(
     answered (PLAIT-E011), and the next drive fails it with Timeout.
     """
     if state is None:
-        state = current_state(store, run_id)
+        state = latest_state(store, run_id)
     if state is None or state.is_terminal():
         return []
     entries = [e for _, e in sorted(state.pending_asks.items()) if "ask" in e or "child" in e]
@@ -86,7 +80,7 @@ def owner_of(
     """The run that registered ``ask_id``, answered or not: ``run_id`` or a child run it
     waits on, so a child's ask is answered through its parent (§3.9); None if none did."""
     if state is None:
-        state = current_state(store, run_id)
+        state = latest_state(store, run_id)
     if state is None or state.is_terminal():
         return None
     entry = state.pending_asks.get(ask_id)
@@ -107,7 +101,7 @@ def _child_state(store: Store, child: str) -> SchedulerState | None:
     """A child run's latest state; None before it has one, or when there is no such run
     (a listing shows what exists rather than failing)."""
     try:
-        return current_state(store, child)
+        return latest_state(store, child)
     except PlaitError as exc:
         if exc.code == "E017":
             return None
@@ -187,7 +181,7 @@ def _journal(
 ) -> None:
     store.get_run(run_id)  # E017
     manifest = store.manifests(run_id)[0]
-    state = current_state(store, run_id)
+    state = latest_state(store, run_id)
     pending = [] if state is None else list(state.pending_asks.values())
     answered = store.settled(run_id, [JournalKey.from_json(e["key"]) for e in pending])
     writes: list[Write] = []

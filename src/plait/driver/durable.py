@@ -67,7 +67,7 @@ class DurableJournal:
         existing: Journal | None = None,
         on_dangling: str = "redeliver",
         crash: CrashPoint | None = None,
-        resume_from: int | bool | None = False,
+        first_feed: dict[str, Any] | None = None,
         lease_ttl_ms: int = 30_000,
         max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT_BYTES,
     ) -> None:
@@ -86,7 +86,8 @@ class DurableJournal:
         self._crash = crash
         self._pending: list[Write] = []
         self._new_intents = 0
-        self._resume_from = resume_from
+        self._first_feed = dict(first_feed or {})
+        """What the drive's first feed record says of where it started (``driving.first_feed``)."""
         self.redelivered: list[JournalKey] = []
         self._ttl = lease_ttl_ms
         self._renewed_at = clock_ms
@@ -94,9 +95,8 @@ class DurableJournal:
 
     def feed(self, events: list[Event]) -> None:
         body: dict[str, Any] = {"events": encode_events(events)}
-        if self._resume_from is not False:
-            body["resume_from"] = self._resume_from
-            self._resume_from = False
+        body.update(self._first_feed)
+        self._first_feed = {}
         for item in body["events"]:
             if "clock" in item:
                 self._clock_ms = max(self._clock_ms, item["clock"])

@@ -14,7 +14,8 @@ from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
 from plait.driver.telemetry import run_trace
 from plait.driver.wave import RunResult, drive
-from plait.tools.mcp import fetch_catalogue, with_catalogue
+from plait.tools.mcp import fetch_catalogue
+from plait.workflow.pinning import with_catalogue
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

@@ -1,45 +1,19 @@
-"""Reading a run back: its current standing (``show``), its effects (``trace``), and where
-its governed flows stand (``explain``).
+"""Reading a run's effects back (``trace``) and where its governed flows stand (``explain``).
 
-Read-only views over the journal, shaped as CONTRACT.md's ``--json`` output.
+Both answer from a ``RunView`` (the journal and checkpoints read once), shaped as
+CONTRACT.md's ``--json`` output.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plait.core.canonical import loads
-from plait.core.state import SchedulerState, Spent
-from plait.driver.answers import pending_asks
-from plait.driver.wave import RunResult
+from plait.core.state import OpenPhase
 from plait.governance import FlowRuntime, flow_from_dict
 from plait.governance import explain as explain_flow
-from plait.store.base import Store
-from plait.store.records import Journal
 
-
-def show(store: Store, run_id: str, now_ms: int | None = None) -> RunResult:
-    """The run as of its latest checkpoint (a queued run shows its input context); with
-    the clock, asks that expired are no longer listed (see ``pending_asks``)."""
-    info = store.get_run(run_id)
-    meta = store.latest_checkpoint(run_id)
-    if meta is None:
-        manifest = store.manifests(run_id)[0]
-        value = manifest.get("input")
-        context = value if isinstance(value, dict) else ({} if value is None else {"input": value})
-        # Nothing spent yet: every figure of ``spent`` is there, at zero (CONTRACT.md).
-        spent = {**Spent().to_json(), "elapsed_ms": 0}
-        return RunResult(run_id, info.status, None, context, spent, [])
-    state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
-    # Its own asks and its child runs', each naming its run, as ``run`` and ``asks`` list them.
-    result = RunResult.of(state, pending_asks(store, run_id, state, now_ms=now_ms))
-    if result.status == "running" and info.status != "running":
-        result.status = info.status  # e.g. interrupted: the row knows better than the state
-    elif result.status == "parked" and info.status == "running":
-        # Driven on since it parked (an answer came), not checkpointed again yet, or the
-        # driver died on the way: the row knows it left the park.
-        result.status = "running"
-    return result
+if TYPE_CHECKING:
+    from plait.driver.run_view import RunView
 
 
 NO_USAGE = {"input_tokens": 0, "output_tokens": 0, "usd_micros": 0}
@@ -51,12 +25,12 @@ TurnKey = tuple[str, str, int, int]
 """One turn of a loop: (node id, task path, attempt, effect_seq)."""
 
 
-def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
+def trace(view: RunView) -> list[dict[str, Any]]:
     """Every effect in dispatch order (the order intents were journaled); every entry has
     the fields of CONTRACT.md, ``usage`` included. A refused call follows the turn that
     made it; in observe mode, that turn's entry lists the calls enforce mode would have
     refused under ``violations``."""
-    journal = store.load_journal(run_id)
+    journal = view.journal
     redeliveries: dict[Any, int] = {}
     for record in journal.records:
         if record.kind == "redelivery":
@@ -67,8 +41,8 @@ def trace(store: Store, run_id: str) -> list[dict[str, Any]]:
         key = intent.key
         if key.kind == "llm" and isinstance(intent.input, dict):
             notes.read(key.node, key.task_path, key.attempt, intent.input.get("messages", ()))
-    notes.read_in_flight(store, run_id)
-    notes.read_decisions(store, run_id, journal)
+    notes.read_in_flight(view)
+    notes.read_decisions(view)
     entries: list[dict[str, Any]] = []
     for intent in journal.intents:
         key = intent.key
@@ -123,14 +97,11 @@ class _Notes:
             if isinstance(violation, dict):
                 self.violations.setdefault(call, violation)
 
-    def read_in_flight(self, store: Store, run_id: str) -> None:
-        meta = store.latest_checkpoint(run_id)
-        if meta is None:
+    def read_in_flight(self, view: RunView) -> None:
+        state = view.state
+        if state is None:
             return
-        state = SchedulerState.from_json(
-            loads(store.read_checkpoint(run_id, meta.seq))["scheduler"]
-        )
-        nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
+        nodes = view.nodes
         for key in sorted(state.abstract_flows):
             flow = state.abstract_flows[key]
             if not 0 <= flow.node < len(nodes):
@@ -143,21 +114,20 @@ class _Notes:
                     call = (node, flow.task_path, flow.attempt, str(found["tool_call_id"]))
                     self.violations.setdefault(call, found)
 
-    def read_decisions(self, store: Store, run_id: str, journal: Journal) -> None:
+    def read_decisions(self, view: RunView) -> None:
         """What each superstep's decision record keeps because the node's end took its loop
         state with it: unmet ``require``s of observe-mode flows (the final answer that broke
         one ended the node), and the refusals and violations of a failing loop's last
         answer. Read from the checkpoint that closed the superstep or, while it is open,
         from its phase."""
-        nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
-        if not any(_governed(node) for node in nodes):
+        if not any(_governed(node) for node in view.nodes):
             return  # no flow: no checkpoint is read
-        for meta in journal.checkpoints:
-            value = loads(store.read_checkpoint(run_id, meta.seq))
-            phase = value["scheduler"]["phase"]
-            records = [value.get("decisions") or {}]
-            if isinstance(phase, dict) and "Open" in phase:
-                records.append(phase["Open"].get("record") or {})
+        for meta in view.journal.checkpoints:
+            checkpoint = view.checkpoint(meta.seq)
+            phase = checkpoint.scheduler.phase
+            records = [checkpoint.decisions or {}]
+            if isinstance(phase, OpenPhase):
+                records.append(phase.record.to_json())
             for record in records:
                 for found in record.get("refused", ()):
                     call = _call_of(found)
@@ -222,7 +192,7 @@ def _refused_entry(
     }
 
 
-def explain(store: Store, run_id: str) -> dict[str, Any]:
+def explain(view: RunView) -> dict[str, Any]:
     """For each governed abstract node in flight at the latest checkpoint, by node id:
     the active steps, the allowed and offered tools, and why each blocked tool is blocked
     (``plait.governance.explain``). Empty when no governed node is in flight.
@@ -230,11 +200,10 @@ def explain(store: Store, run_id: str) -> dict[str, Any]:
     The flow and the node's tools come from the pinned manifest, the flow's runtime from
     the node's ``AbstractFlow`` in the checkpoint; the workflow file is never reread.
     """
-    meta = store.latest_checkpoint(run_id)
-    if meta is None:
+    state = view.state
+    if state is None:
         return {}
-    state = SchedulerState.from_json(loads(store.read_checkpoint(run_id, meta.seq))["scheduler"])
-    nodes = store.manifests(run_id)[0]["workflow"]["nodes"]
+    nodes = view.nodes
     found: dict[str, Any] = {}
     for key in sorted(state.abstract_flows, key=lambda k: state.abstract_flows[k].node):
         flow = state.abstract_flows[key]

@@ -13,7 +13,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from plait.core.errors import PlaitError
-from plait.driver.inspect_run import explain
 from plait.driver.runtime import Runtime
 from plait.driver.wave import RunResult
 from plait.store.records import RUN_STATUSES
@@ -108,9 +107,10 @@ def runs_object(rt: Runtime, status: str | None, *, option: str = "--status") ->
 
 def show_object(rt: Runtime, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     """``plait show``: the run and its object, with ``governance`` for governed nodes in flight."""
-    result = rt.show(run_id)
+    view = rt.view(run_id)
+    result = view.show()
     shown = result.to_json()
-    governance = explain(rt.store, run_id)
+    governance = view.explain()
     if governance:
         shown["governance"] = governance
     return result, shown

@@ -21,6 +21,7 @@ from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.core.step import step
+from plait.driver.checkpoints import decode_checkpoint
 from plait.driver.feeds import FEED, decode_events
 from plait.store.base import Store
 from plait.store.records import IntentRecord
@@ -154,7 +155,7 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             if seq is None:
                 state = None
             else:
-                state = SchedulerState.from_json(loads(stored_bytes(seq))["scheduler"])
+                state = decode_checkpoint(stored_bytes(seq), run_id, seq).scheduler
         if state is None:
             state = SchedulerState.new(run_id, len(plan.nodes), len(plan.edges))
         for item in body["events"]:

@@ -67,8 +67,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plait.core.errors import PlaitError
+from plait.driver.defaults import lease_ttl
 from plait.driver.owner import owner_alive, this_process
-from plait.driver.runtime import Runtime, _lease_ttl
+from plait.driver.runtime import Runtime
 from plait.store.records import LeaseOwner
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class Worker:
         self.poll_s = poll_ms / 1000
         self.once = once
         self.owner = owner or this_process()
-        self.ttl_ms = _lease_ttl()
+        self.ttl_ms = lease_ttl()
         self.report = WorkerReport(self.owner)
         self._log = log or (lambda line: None)
         self._wakeup = threading.Event()

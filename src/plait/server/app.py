@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI
 
-from plait.driver.runtime import default_db, default_principal
+from plait.driver.defaults import default_db, default_principal
 from plait.server import DEFAULT_MAX_BODY_BYTES, commands, console, driving, errors, events, reading
 from plait.server.auth import Access
 from plait.server.paths import EncodedSegments

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import CanonicalJSONError, dumps, loads
 from plait.core.errors import PlaitError, Problem
@@ -45,10 +44,6 @@ if TYPE_CHECKING:
     from mcp import ClientSession
 
     from plait.workflow import Workflow
-
-    W = TypeVar("W", bound=Workflow)
-else:
-    W = TypeVar("W")
 
 START_TIMEOUT_S = 60.0
 """How long a server may take to start and answer ``initialize``."""
@@ -376,27 +371,3 @@ async def fetch_catalogue(workflow: Workflow) -> dict[str, dict[str, Any]]:
     if problems:
         raise PlaitError.from_problems(problems)
     return catalogue
-
-
-def with_catalogue(workflow: W, catalogue: Mapping[str, Mapping[str, Any]] | None) -> W:
-    """``workflow`` with each MCP tool's missing description and input schema pinned.
-
-    Declared values win (CONTRACT.md: MCP tools declare ``input_schema`` or take it
-    from the server). Pure: the same catalogue always gives the same definition, so
-    start, resume, verify and fork all see the manifest the run pinned.
-    """
-    if not catalogue:
-        return workflow
-    tools = dict(workflow.tools)
-    for name, entry in catalogue.items():
-        tool = tools.get(name)
-        if tool is None or tool.mcp is None:
-            continue
-        tools[name] = dataclasses.replace(
-            tool,
-            description=tool.description or str(entry.get("description") or ""),
-            input_schema=(
-                tool.input_schema if tool.input_schema is not None else entry.get("input_schema")
-            ),
-        )
-    return dataclasses.replace(workflow, tools=tools)

@@ -1,0 +1,60 @@
+"""Reading checkpoints back: the one place a stored checkpoint is parsed.
+
+A checkpoint is the canonical JSON of ``{"scheduler": <SchedulerState>, "decisions":
+<DecisionRecord>}`` (§5.3). Resume, fork, verify and every reader go through these
+functions, so a change of the checkpoint's shape is made here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from plait.core.canonical import dumpb, loads
+from plait.core.errors import PlaitError
+from plait.core.state import SchedulerState
+from plait.store.base import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One checkpoint as stored: the scheduler state and the superstep's decision record."""
+
+    scheduler: SchedulerState
+    decisions: dict[str, Any]
+
+    def encode(self) -> bytes:
+        """The checkpoint's canonical bytes, as a drive writes them."""
+        return encode_checkpoint(self.scheduler, self.decisions)
+
+
+def encode_checkpoint(state: SchedulerState, decisions: dict[str, Any]) -> bytes:
+    return dumpb({"scheduler": state.to_json(), "decisions": decisions})
+
+
+def decode_checkpoint(data: bytes, run_id: str = "", seq: int | None = None) -> Checkpoint:
+    """``data`` as a ``Checkpoint``; unreadable bytes are PLAIT-E010 naming the run."""
+    try:
+        value = loads(data)
+        return Checkpoint(SchedulerState.from_json(value["scheduler"]), value["decisions"])
+    except PlaitError:
+        raise
+    except Exception as exc:
+        raise PlaitError(
+            "E010", f"checkpoint {seq} of run '{run_id}' is unreadable: {exc}"
+        ) from exc
+
+
+def read_checkpoint(store: Store, run_id: str, seq: int) -> Checkpoint:
+    return decode_checkpoint(store.read_checkpoint(run_id, seq), run_id, seq)
+
+
+def read_state(store: Store, run_id: str, seq: int) -> SchedulerState:
+    """The scheduler state of the checkpoint at journal ``seq``."""
+    return read_checkpoint(store, run_id, seq).scheduler
+
+
+def latest_state(store: Store, run_id: str) -> SchedulerState | None:
+    """The state of the run's latest checkpoint; None before its first."""
+    meta = store.latest_checkpoint(run_id)
+    return None if meta is None else read_state(store, run_id, meta.seq)

@@ -1,0 +1,50 @@
+"""The settings a runtime takes from its environment, each read in one place.
+
+The engine epoch a journal is replayed with, the default store and principal, and the
+numeric limits (lease TTL, checkpoint size). A malformed number is refused (PLAIT-E019)
+before any store is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from plait.core.errors import PlaitError
+from plait.driver.durable import DEFAULT_MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_ENV
+from plait.driver.env_numbers import whole_number
+
+ENGINE_EPOCH = 1
+"""The generation of the engine whose journals this plait replays (§5.5)."""
+DEFAULT_DB = "sqlite:///.plait/plait.db"
+DEFAULT_LEASE_TTL_MS = 30_000
+
+
+def default_db() -> str:
+    return os.environ.get("PLAIT_DB") or DEFAULT_DB
+
+
+def default_principal() -> str:
+    import getpass
+
+    return os.environ.get("PLAIT_PRINCIPAL") or getpass.getuser()
+
+
+def lease_ttl() -> int:
+    """How long a lease lasts unless renewed (``PLAIT_LEASE_TTL_MS``)."""
+    return whole_number("PLAIT_LEASE_TTL_MS", 1) or DEFAULT_LEASE_TTL_MS
+
+
+def max_checkpoint_bytes() -> int:
+    """Canonical bytes one checkpoint may hold (``PLAIT_MAX_CHECKPOINT_BYTES``)."""
+    return whole_number(MAX_CHECKPOINT_ENV, 1) or DEFAULT_MAX_CHECKPOINT_BYTES
+
+
+def check_epoch(run_id: str, manifest: dict[str, Any]) -> None:
+    """PLAIT-E026 unless this plait replays the engine epoch the run was written by."""
+    if manifest.get("engine_epoch") != ENGINE_EPOCH:
+        raise PlaitError(
+            "E026",
+            f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
+            f" this plait replays epoch {ENGINE_EPOCH}",
+        )

@@ -1,0 +1,45 @@
+"""Wake times: when a worker should drive a parked run on (§8 timers, §11).
+
+A parked run's wake time is the earliest of its timers, ask expiries and its children's
+wake times; anything journaled for a run (an answer, a cancel, a message, a raise) makes
+its top-level run due now.
+"""
+
+from __future__ import annotations
+
+from plait.core.keys import JournalKey, child_run_id
+from plait.core.state import SchedulerState
+from plait.store.base import Store
+
+
+def set_wake(store: Store, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
+    """Record the run's wake time on stores that keep one (the earlier one wins)."""
+    set_wake = getattr(store, "set_wake", None)
+    if set_wake is not None and (replace or wake_ms is not None):
+        set_wake(run_id, wake_ms, replace=replace)
+
+
+def wake_time(store: Store, state: SchedulerState) -> int | None:
+    """The earliest of a parked run's timers, ask expiries and children's wake times."""
+    wake_of = getattr(store, "wake_of", None)
+    times: list[int] = []
+    for entry in state.pending_asks.values():
+        if "wake_ms" in entry:
+            times.append(int(entry["wake_ms"]))
+        ask = entry.get("ask")
+        if isinstance(ask, dict) and ask.get("expires_at") is not None:
+            times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
+        if "child" in entry and wake_of is not None:
+            key = JournalKey.from_json(entry["key"])
+            child = wake_of(child_run_id(state.run_id, key))
+            if child is not None:
+                times.append(int(child))
+    return min(times, default=None)
+
+
+def wake_root(store: Store, run_id: str, now_ms: int) -> None:
+    """Something was journaled for ``run_id``: its top-level run is due now."""
+    root = store.get_run(run_id)
+    while root.parent_run_id is not None:
+        root = store.get_run(root.parent_run_id)
+    set_wake(store, root.run_id, now_ms)
