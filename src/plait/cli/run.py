@@ -31,6 +31,7 @@ from plait.driver.runtime import Runtime
 from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow
+from plait.workflow.run_definition import definition_of
 
 
 def parse_input(value: str | None, option: str = "--input") -> Any:
@@ -192,7 +193,8 @@ def run(
     with out.reporting():
         check_run_id(run_id, "--run-id")
         wf = load_workflow(workflow, model)
-        check_model(wf, driven=not detach)  # refused before the store (a new file) is opened
+        # Refused before the store (a new file) is opened.
+        check_model(definition_of(wf), driven=not detach)
         value = parse_input(input)
         if input is not None and value is None:  # `--input null`: a value, not "no input"
             value = {"input": None}

@@ -16,29 +16,28 @@ from plait.store.records import Journal
 
 if TYPE_CHECKING:
     from plait.models.base import Model
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
-def check_model(workflow: Workflow, model: Model | None = None, *, driven: bool = True) -> None:
+def check_model(
+    definition: RunDefinition, model: Model | None = None, *, driven: bool = True
+) -> None:
     """Refuse, before a run is written, a model that cannot run (E006) — including an
     unpriced model under a usd ceiling (§7: its cost could not be reserved) and, when this
     process is to drive the run (``driven``), a provider whose API key is not set here (a
     queued run is driven by a worker, whose environment is the one that counts)."""
-    if not any(node.kind == "abstract" for node in workflow.nodes):
+    if not definition.has_llm:
         return
     from plait.models.base import check_credentials, model_from_spec
     from plait.models.prices import price_of
 
-    llm = dict(workflow.llm or {})
-    spec = str(llm.get("model"))
+    llm = definition.llm
+    spec = definition.model_spec
     if model is None:
-        model_from_spec(spec, base_dir=workflow.base_dir, settings=llm)
+        model_from_spec(spec, base_dir=definition.base_dir, settings=dict(llm))
         if driven:
             check_credentials(spec)
-    if (
-        workflow.to_budgets().max_usd_micros is not None
-        and price_of(spec, llm.get("prices")) is None
-    ):
+    if definition.budgets.max_usd_micros is not None and price_of(spec, llm.get("prices")) is None:
         raise PlaitError(
             "E006",
             f"model '{spec}' has no price, so it cannot run under a usd budget:"

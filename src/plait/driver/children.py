@@ -22,14 +22,14 @@ from plait.driver.wave import RunResult, contract_outcome
 from plait.store.records import RecordWrite
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 class Runs(Protocol):
     """Starting and resuming runs: what a parent needs to drive its children."""
 
-    async def start(
-        self, workflow: Workflow, input: Any = None, *, run_id: str | None, parent: str | None
+    async def start_definition(
+        self, definition: RunDefinition, input: Any, *, run_id: str | None, parent: str | None
     ) -> RunResult: ...
 
     async def resume(self, run_id: str) -> RunResult: ...
@@ -40,23 +40,21 @@ def descendants(host: Host, run_id: str) -> list[str]:
     return sorted(i.run_id for i in host.store.list_runs() if i.run_id.startswith(prefix))
 
 
-def child_runner(host: Host, runs: Runs, run_id: str, workflow: Workflow) -> ChildRunner:
+def child_runner(host: Host, runs: Runs, run_id: str, definition: RunDefinition) -> ChildRunner:
     """Runs the child workflows of ``run_id``, the run being driven. A child's id is
     derived from that run's id, not from the key's: a fork inherits the keys of the
     children its base waited on, and gets children of its own (§5.6: the base run is
     never touched)."""
 
     async def run_child(key: JournalKey, path: str, value: Any) -> EffectOutcome | None:
-        from plait.workflow import load_workflow
-
         child_id = child_run_id(run_id, key)
         if host.exists(child_id):
             result = await runs.resume(child_id)
         else:
             if value is None:  # settling a child never started (the parent died first)
                 value = _intent_input(host, key)  # or a fork's, from its base's journal
-            child = load_workflow(workflow.base_dir / path)
-            result = await runs.start(child, value, run_id=child_id, parent=run_id)
+            child = host.definitions.child(definition, path)
+            result = await runs.start_definition(child, value, run_id=child_id, parent=run_id)
         if result.status == "completed":
             return Completed(result.context)
         if result.status in ("parked", "running"):

@@ -15,7 +15,7 @@ from plait.driver.tools_exec import ToolRunner
 
 if TYPE_CHECKING:
     from plait.models.base import Model
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 ChildRunner = Callable[[JournalKey, str, Any], Awaitable[EffectOutcome | None]]
@@ -27,13 +27,13 @@ class Dispatcher:
 
     def __init__(
         self,
-        workflow: Workflow,
+        definition: RunDefinition,
         llm: LlmRunner | None,
         children: ChildRunner | None = None,
         **tool_options: Any,
     ) -> None:
         self._children = children
-        self._tools = ToolRunner(workflow.tools, base_dir=workflow.base_dir, **tool_options)
+        self._tools = ToolRunner(definition.tools, base_dir=definition.base_dir, **tool_options)
         self._llm = llm
 
     async def aclose(self) -> None:
@@ -58,21 +58,21 @@ class Dispatcher:
 
 
 def dispatcher_for(
-    workflow: Workflow,
+    definition: RunDefinition,
     journaled: list[Any] | None = None,
     children: ChildRunner | None = None,
     model: Model | None = None,
 ) -> Dispatcher:
     """The dispatcher for one drive; ``journaled``: llm keys already in the journal;
-    ``model``: a model object to call instead of the one the workflow's spec names."""
+    ``model``: a model object to call instead of the one the definition's spec names."""
     llm_runner = None
-    if any(node.kind == "abstract" for node in workflow.nodes):
+    if definition.has_llm:
         if model is None:
             from plait.models.base import model_from_spec
 
-            settings = dict(workflow.llm or {})
+            settings = dict(definition.llm)
             model = model_from_spec(
-                str(settings.get("model")), base_dir=workflow.base_dir, settings=settings
+                definition.model_spec, base_dir=definition.base_dir, settings=settings
             )
-        llm_runner = LlmRunner(workflow, model, journaled or [])
-    return Dispatcher(workflow, llm_runner, children)
+        llm_runner = LlmRunner(definition, model, journaled or [])
+    return Dispatcher(definition, llm_runner, children)

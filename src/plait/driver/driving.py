@@ -34,7 +34,7 @@ from plait.driver.wave import RunResult, drive
 from plait.store.records import Journal, StatusWrite
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class Drive:
     (else it is read once the lease is taken)."""
 
     run_id: str
-    workflow: Workflow
+    definition: RunDefinition
     events: list[Event]
     manifest: dict[str, Any]
     origin: Origin
@@ -87,9 +87,9 @@ class Drive:
 
 async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
     """Drive ``request`` under a lease until the run finishes or parks."""
-    run_id, workflow, manifest, origin = (
+    run_id, definition, manifest, origin = (
         request.run_id,
-        request.workflow,
+        request.definition,
         request.manifest,
         request.origin,
     )
@@ -99,7 +99,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
     held = request.token
     existing = request.existing
     tools: Dispatcher | None = None
-    trace = run_trace(host.telemetry, run_id, workflow.name, resumed=resumed)
+    trace = run_trace(host.telemetry, run_id, definition.name, resumed=resumed)
     try:
         check_epoch(run_id, manifest)
         if resumed:
@@ -113,7 +113,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
                 set_wake(store, run_id, None, replace=True)  # this drive settles what is due
         if resumed and existing is None:
             existing = store.load_journal(run_id)  # read under the lease
-        env = make_env(workflow, budgets_of(manifest, existing))
+        env = make_env(definition, budgets_of(manifest, existing))
         if isinstance(origin, FromCheckpoint):
             state = origin.state
             if state.run_id != run_id:
@@ -137,7 +137,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
             held,
             now,
             existing=existing,
-            on_dangling=workflow.on_dangling,
+            on_dangling=definition.on_dangling,
             crash=CrashPoint.from_env(),
             first_feed=first_feed(origin),
             lease_ttl_ms=ttl,
@@ -145,8 +145,8 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         )
         llm_keys = forked_llm_keys(host, manifest)
         llm_keys += [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
-        children = child_runner(host, runs, run_id, workflow)
-        tools = dispatcher_for(workflow, llm_keys, children, host.model)
+        children = child_runner(host, runs, run_id, definition)
+        tools = dispatcher_for(definition, llm_keys, children, host.model)
         execute = trace.driving(state, tools, journal.redelivered)
         results = dict(existing.results) if existing else {}
         settled_children = await settle_children(state, env, children, journal, now)

@@ -16,22 +16,9 @@ from plait.core.canonical import JSON, dumps, loads
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
 from plait.governance import flow_from_dict
 from plait.models.base import unparsed_arguments
-from plait.tools.python import input_schema
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
-
-
-def tool_schemas(workflow: Workflow) -> dict[str, Mapping[str, Any]]:
-    """Each tool's input schema: declared, else read from the Python function's signature."""
-    schemas: dict[str, Mapping[str, Any]] = {}
-    for name in sorted(workflow.tools):
-        tool = workflow.tools[name]
-        if tool.input_schema is not None:
-            schemas[name] = tool.input_schema
-        elif tool.callable is not None:
-            schemas[name] = input_schema(tool.callable)
-    return schemas
+    from plait.workflow.run_definition import RunDefinition
 
 
 def _validator(schemas: Mapping[str, Mapping[str, Any]]) -> Callable[[str, JSON], str | None]:
@@ -79,9 +66,9 @@ def _arguments_validator(
     return validate
 
 
-def make_env(workflow: Workflow, budgets: Budgets | None = None) -> StepEnv:
-    """The core's environment for ``workflow``: the same one its pinned manifest gives."""
-    return env_from_manifest(workflow.to_manifest(), tool_schemas(workflow), budgets)
+def make_env(definition: RunDefinition, budgets: Budgets | None = None) -> StepEnv:
+    """The core's environment for ``definition``: the same one its pinned manifest gives."""
+    return env_from_manifest(definition.pinned, definition.tool_schemas, budgets)
 
 
 def env_from_manifest(

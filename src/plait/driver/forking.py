@@ -7,6 +7,7 @@ definition or a new one, with raised ceilings and where it came from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
@@ -21,11 +22,9 @@ from plait.driver.host import Host
 from plait.driver.inprocess import new_run_id
 from plait.driver.wave import RunResult
 from plait.store.records import CheckpointWrite, RecordWrite, RunInfo, StatusWrite
-from plait.tools.mcp import fetch_catalogue
-from plait.workflow.pinning import pinned_workflow, with_catalogue
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 def fork_state(state: SchedulerState, run_id: str) -> SchedulerState:
@@ -43,29 +42,28 @@ async def fork_run(
     run_id: str,
     *,
     at: int | None,
-    workflow: Workflow | None,
+    onto: Callable[[], RunDefinition] | None,
     budgets: dict[str, Any] | None,
     fork_id: str | None,
 ) -> RunResult:
-    """Fork ``run_id`` at superstep ``at`` (else its latest checkpoint) onto ``workflow``
-    (else the base's own pinned definition); see ``Runtime.fork``."""
+    """Fork ``run_id`` at superstep ``at`` (else its latest checkpoint) onto the
+    definition ``onto`` builds (else the base's own pinned one); see ``Runtime.fork``."""
     if budgets:
         check_ceilings(budgets, "fork budgets")
     manifest = host.manifest(run_id)
-    base_workflow = workflow or pinned_workflow(manifest)
-    base_workflow.plan()
-    check_model(base_workflow, host.model)
+    new = onto() if onto is not None else None
+    definition = new or host.definitions.pinned(manifest)
+    check_model(definition, host.model)
     catalogue = manifest.get("mcp_catalogue")
-    if workflow is not None:  # a new definition pins what its MCP servers offer now
-        catalogue = await fetch_catalogue(workflow)
-        base_workflow = with_catalogue(workflow, catalogue)
+    if new is not None:  # a new definition pins what its MCP servers offer now
+        definition, catalogue = await host.definitions.with_catalogue(new)
     journal = host.store.load_journal(run_id)
     metas = [m for m in journal.checkpoints if at is None or m.superstep == at]
     if not metas and not journal.checkpoints and at in (None, 0):
         # Nothing closed yet (say an effect of superstep 1 was left dangling): as a
         # resume would (§5.4), the fork starts again from the run's input.
         return await _fork_from_input(
-            host, runs, run_id, manifest, base_workflow, catalogue, budgets, fork_id
+            host, runs, run_id, manifest, definition, catalogue, budgets, fork_id
         )
     if not metas:
         raise PlaitError("E017", f"run '{run_id}' has no checkpoint at superstep {at}")
@@ -73,14 +71,12 @@ async def fork_run(
     seed = read_checkpoint(host.store, run_id, meta.seq)
     fork_id = fork_id or new_run_id_for_fork(run_id)
     state = fork_state(seed.scheduler, fork_id)
-    if workflow is not None:
-        plan = workflow.plan()
-        if len(plan.nodes) != len(state.node_state) or len(plan.edges) != len(state.edge_fired):
-            raise PlaitError(
-                "E010",
-                f"cannot fork '{run_id}' onto workflow '{workflow.name}': it has a different"
-                " number of nodes or edges than the checkpoint",
-            )
+    if new is not None and new.plan_counts != (len(state.node_state), len(state.edge_fired)):
+        raise PlaitError(
+            "E010",
+            f"cannot fork '{run_id}' onto workflow '{new.name}': it has a different"
+            " number of nodes or edges than the checkpoint",
+        )
     data = encode_checkpoint(state, seed.decisions)
     if len(data) > host.max_checkpoint_bytes:  # its own first checkpoint: refused, as a wave's
         raise checkpoint_too_large(
@@ -92,8 +88,8 @@ async def fork_run(
         )
     now = host.clock()
     fork_of = {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep}
-    fork_manifest = _fork_manifest(manifest, fork_id, base_workflow, catalogue, budgets, fork_of)
-    info = RunInfo(fork_id, base_workflow.name, "running", host.principal, None, now, now)
+    fork_manifest = _fork_manifest(manifest, fork_id, definition, catalogue, budgets, fork_of)
+    info = RunInfo(fork_id, definition.name, "running", host.principal, None, now, now)
     host.store.create_run(info, fork_manifest)
     host.store.commit(
         fork_id,
@@ -107,7 +103,7 @@ async def fork_run(
     seed_meta = host.store.latest_checkpoint(fork_id)
     assert seed_meta is not None
     origin = FromCheckpoint(seed_meta.seq, state)
-    drive = Drive(fork_id, base_workflow, [ClockReading(now)], fork_manifest, origin)
+    drive = Drive(fork_id, definition, [ClockReading(now)], fork_manifest, origin)
     return await drive_run(host, runs, drive)
 
 
@@ -116,7 +112,7 @@ async def _fork_from_input(
     runs: Runs,
     run_id: str,
     manifest: dict[str, Any],
-    workflow: Workflow,
+    definition: RunDefinition,
     catalogue: Any,
     budgets: dict[str, Any] | None,
     fork_id: str | None,
@@ -125,18 +121,18 @@ async def _fork_from_input(
     fork_id = fork_id or new_run_id_for_fork(run_id)
     now = host.clock()
     fork_of = {"run_id": run_id, "seq": None, "superstep": 0}
-    fork_manifest = _fork_manifest(manifest, fork_id, workflow, catalogue, budgets, fork_of)
-    info = RunInfo(fork_id, workflow.name, "running", host.principal, None, now, now)
+    fork_manifest = _fork_manifest(manifest, fork_id, definition, catalogue, budgets, fork_of)
+    info = RunInfo(fork_id, definition.name, "running", host.principal, None, now, now)
     host.store.create_run(info, fork_manifest)
     host.store.commit(fork_id, None, [RecordWrite("fork", {"from_run": run_id, "from_seq": None})])
     events: list[Event] = [ClockReading(now), Start(manifest.get("input"))]
-    return await drive_run(host, runs, Drive(fork_id, workflow, events, fork_manifest, NewRun()))
+    return await drive_run(host, runs, Drive(fork_id, definition, events, fork_manifest, NewRun()))
 
 
 def _fork_manifest(
     manifest: dict[str, Any],
     fork_id: str,
-    workflow: Workflow,
+    definition: RunDefinition,
     catalogue: Any,
     budgets: dict[str, Any] | None,
     fork_of: dict[str, Any],
@@ -146,8 +142,8 @@ def _fork_manifest(
     pinned = {
         **manifest,
         "run_id": fork_id,
-        "workflow": workflow.to_manifest(),
-        "source": str(workflow.source.resolve()) if workflow.source else None,
+        "workflow": definition.pinned,
+        "source": definition.source,
         "fork_of": fork_of,
     }
     pinned.pop("mcp_catalogue", None)

@@ -15,6 +15,7 @@ from plait.core.errors import PlaitError
 from plait.driver.clock import Clock
 from plait.driver.wave import Observer
 from plait.store.base import Store
+from plait.workflow.run_definition import Definitions
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -34,6 +35,8 @@ class Host:
     observer: Observer | None = None
     model: Model | None = None
     telemetry: bool | TracerProvider | None = None
+    definitions: Definitions = field(default_factory=Definitions)
+    """Where definitions the driver was not handed come from (pinned, child, catalogue)."""
     _unreleased: dict[str, int] = field(default_factory=dict)  # run id -> a lease token
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

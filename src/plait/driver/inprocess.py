@@ -14,8 +14,7 @@ from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
 from plait.driver.telemetry import run_trace
 from plait.driver.wave import RunResult, drive
-from plait.tools.mcp import fetch_catalogue
-from plait.workflow.pinning import with_catalogue
+from plait.workflow.run_definition import Definitions, definition_of
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -39,16 +38,16 @@ async def run_in_memory(
     """Run ``workflow`` to completion (or a park) without persisting anything.
 
     ``telemetry``: OpenTelemetry spans, as ``Runtime(telemetry=...)``."""
-    workflow = with_catalogue(workflow, await fetch_catalogue(workflow))
-    env = make_env(workflow)
+    definition, _ = await Definitions().with_catalogue(definition_of(workflow))
+    env = make_env(definition)
     run_id = run_id or new_run_id()
     clock = clock or clock_from_env()
     state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
     journal = journal if journal is not None else MemoryJournal()
     now = clock()
     events: list[Event] = [ClockReading(now), Start(input)]
-    dispatcher = dispatcher_for(workflow)
-    trace = run_trace(telemetry, run_id, workflow.name, resumed=False)
+    dispatcher = dispatcher_for(definition)
+    trace = run_trace(telemetry, run_id, definition.name, resumed=False)
     try:
         execute = trace.driving(state, dispatcher, ())
         result = await drive(env, state, events, journal, execute, clock, watch=trace.watch)

@@ -16,11 +16,10 @@ from plait.core.canonical import dumps
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
-from plait.driver.environment import tool_schemas
 
 if TYPE_CHECKING:
     from plait.models.base import Model
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 SUMMARIZE = (
     "Summarize the conversation you are given (one transcript entry per line) in a few"
@@ -43,23 +42,25 @@ def summarizer_messages(entries: Sequence[Mapping[str, Any]]) -> tuple[dict[str,
 class LlmRunner:
     """Calls the run's model for each ``llm`` dispatch; owns the per-run ordinal counters."""
 
-    def __init__(self, workflow: Workflow, model: Model, journaled: Sequence[JournalKey]) -> None:
+    def __init__(
+        self, definition: RunDefinition, model: Model, journaled: Sequence[JournalKey]
+    ) -> None:
         self._model = model
-        llm = dict(workflow.llm or {})
+        llm = definition.llm
         self._max_tokens = int(llm.get("max_tokens", 1024))
         self._temperature = llm.get("temperature")
         self._prices = llm.get("prices")
-        self._specs = self._tool_specs(workflow)
+        self._specs = self._tool_specs(definition)
         self._ordinals: dict[JournalKey, tuple[int, int]] = {}
         self._per_node: dict[str, int] = {}
         for key in journaled:
             self._ordinal(key)
 
     @staticmethod
-    def _tool_specs(workflow: Workflow) -> dict[str, Any]:
+    def _tool_specs(definition: RunDefinition) -> dict[str, Any]:
         from plait.models.base import ToolSpec
 
-        schemas = tool_schemas(workflow)
+        schemas = definition.tool_schemas
         return {
             name: ToolSpec(
                 name=name,
@@ -67,7 +68,7 @@ class LlmRunner:
                 input_schema=schemas.get(name, {"type": "object"}),
                 strict=tool.strict,
             )
-            for name, tool in sorted(workflow.tools.items())
+            for name, tool in sorted(definition.tools.items())
         }
 
     def _ordinal(self, key: JournalKey) -> tuple[int, int]:

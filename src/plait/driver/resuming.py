@@ -29,7 +29,7 @@ from plait.driver.wave import RunResult
 from plait.store.records import Journal, StatusWrite
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 _UNFED = {"cancel": "cancel", "inbox": "input", "budget_raise": "budget_raised"}
 """Record kinds fed to the core on a later drive -> their name in a feed's events."""
@@ -39,7 +39,7 @@ async def resume_run(
     host: Host,
     runs: Runs,
     run_id: str,
-    workflow: Workflow,
+    definition: RunDefinition,
     manifest: dict[str, Any],
     token: int | None,
 ) -> RunResult:
@@ -69,11 +69,11 @@ async def resume_run(
                     give_status_back(host, run_id, state, token)
                 return RunResult.of(state)
             origin = FromCheckpoint(meta.seq, state)
-        check_model(workflow, host.model)  # a worker's too: refused, it fails nothing
+        check_model(definition, host.model)  # a worker's too: refused, it fails nothing
         existing = journal if token is not None else None
         driving = True
         return await drive_run(
-            host, runs, Drive(run_id, workflow, events, manifest, origin, token, existing)
+            host, runs, Drive(run_id, definition, events, manifest, origin, token, existing)
         )
     finally:
         if token is not None and not driving:

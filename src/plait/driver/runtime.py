@@ -28,12 +28,12 @@ from plait.driver.host import Host
 from plait.driver.resuming import resume_run
 from plait.driver.run_ids import check_principal
 from plait.driver.run_view import RunView
-from plait.driver.starting import create_run
+from plait.driver.starting import check_new_run, create_run
 from plait.driver.verify import VerifyReport, verify_run
 from plait.driver.wave import Observer, RunResult
 from plait.store import open_store
 from plait.store.base import Store
-from plait.workflow.pinning import pinned_workflow
+from plait.workflow.run_definition import RunDefinition, definition_of
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -109,9 +109,19 @@ class Runtime:
         parent: str | None = None,
     ) -> RunResult:
         """Start a new run and drive it until it finishes or parks."""
-        made = await create_run(self.host, workflow, input, run_id, parent, "running")
+        if parent is None:
+            check_new_run(run_id, input)  # a child's id is PARENT~…, made by its parent
+        return await self.start_definition(
+            definition_of(workflow), input, run_id=run_id, parent=parent
+        )
+
+    async def start_definition(
+        self, definition: RunDefinition, input: Any, *, run_id: str | None, parent: str | None
+    ) -> RunResult:
+        """``start`` for a definition already built (a subgraph's child run)."""
+        made = await create_run(self.host, definition, input, run_id, parent, "running")
         events: list[Event] = [ClockReading(made.now_ms), Start(input)]
-        drive = Drive(made.run_id, made.workflow, events, made.manifest, NewRun())
+        drive = Drive(made.run_id, made.definition, events, made.manifest, NewRun())
         return await drive_run(self.host, self, drive)
 
     async def enqueue(
@@ -120,7 +130,8 @@ class Runtime:
         """Create a ``queued`` run for a worker to drive (``plait run --detach``); drive
         nothing. A worker claims it and drives it from ``Start(input)``, as ``resume``
         does a run without a checkpoint."""
-        made = await create_run(self.host, workflow, input, run_id, None, "queued")
+        check_new_run(run_id, input)
+        made = await create_run(self.host, definition_of(workflow), input, run_id, None, "queued")
         notify = getattr(self.store, "notify_runnable", None)
         if notify is not None:
             notify(made.run_id)
@@ -144,12 +155,12 @@ class Runtime:
         """
         try:
             manifest = manifest if manifest is not None else self.host.manifest(run_id)
-            workflow = pinned_workflow(manifest, workflow)
+            definition = self.host.definitions.pinned(manifest, workflow)
         except BaseException:
             if token is not None:
                 self.release_lease(run_id, token)
             raise
-        return await resume_run(self.host, self, run_id, workflow, manifest, token)
+        return await resume_run(self.host, self, run_id, definition, manifest, token)
 
     async def fork(
         self,
@@ -162,8 +173,9 @@ class Runtime:
     ) -> RunResult:
         """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest),
         ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``)."""
+        onto = None if workflow is None else (lambda: definition_of(workflow))
         return await fork_run(
-            self.host, self, run_id, at=at, workflow=workflow, budgets=budgets, fork_id=new_run_id
+            self.host, self, run_id, at=at, onto=onto, budgets=budgets, fork_id=new_run_id
         )
 
     def release_lease(self, run_id: str, token: int) -> None:
@@ -188,8 +200,8 @@ class Runtime:
             return verify_run(self.store, run_id, env)
         if workflow is None and manifest.get("source") is None:
             raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
-        workflow = pinned_workflow(manifest, workflow)
-        return verify_run(self.store, run_id, make_env(workflow, budgets))
+        definition = self.host.definitions.pinned(manifest, workflow)
+        return verify_run(self.store, run_id, make_env(definition, budgets))
 
     def view(self, run_id: str) -> RunView:
         """The run read back: its standing, effects, asks and flows (one read each)."""

@@ -12,16 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from plait.driver.admission import check_input, check_model
 from plait.driver.defaults import ENGINE_EPOCH
-from plait.driver.environment import tool_schemas
 from plait.driver.host import Host
 from plait.driver.inprocess import new_run_id
 from plait.driver.run_ids import check_run_id
 from plait.store.records import RunInfo
-from plait.tools.mcp import fetch_catalogue
-from plait.workflow.pinning import with_catalogue
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,41 +26,44 @@ class Created:
     """A run just written: its id, the definition it pinned, when, and its manifest."""
 
     run_id: str
-    workflow: Workflow
+    definition: RunDefinition
     now_ms: int
     manifest: dict[str, Any]
 
 
+def check_new_run(run_id: str | None, input: Any) -> None:
+    """A run id and input from a person (not a child's, made by its parent): PLAIT-E019
+    before anything else is looked at."""
+    check_run_id(run_id)
+    check_input(input)
+
+
 async def create_run(
     host: Host,
-    workflow: Workflow,
+    definition: RunDefinition,
     input: Any,
     run_id: str | None,
     parent: str | None,
     status: str,
 ) -> Created:
-    """Validate, pin and write a new run with ``status`` (``running`` to drive it here,
-    ``queued`` for a worker). Nothing is written when a check refuses it."""
-    if parent is None:
-        check_run_id(run_id)  # a child's id is PARENT~…, made here
-        check_input(input)
-    workflow.plan()  # validate before anything is written
-    check_model(workflow, host.model, driven=status == "running")
-    catalogue = await fetch_catalogue(workflow)  # what its MCP servers offer, pinned (§4)
-    workflow = with_catalogue(workflow, catalogue)
+    """Pin and write a new run with ``status`` (``running`` to drive it here, ``queued``
+    for a worker). Nothing is written when a check refuses it."""
+    check_model(definition, host.model, driven=status == "running")
+    # What its MCP servers offer, pinned (§4).
+    definition, catalogue = await host.definitions.with_catalogue(definition)
     run_id = run_id or new_run_id()
     now = host.clock()
     manifest: dict[str, Any] = {
         "engine_epoch": ENGINE_EPOCH,
         "run_id": run_id,
-        "workflow": workflow.to_manifest(),
-        "source": str(workflow.source.resolve()) if workflow.source else None,
+        "workflow": definition.pinned,
+        "source": definition.source,
         "input": input,
         "principal": host.principal,
     }
     if catalogue:
         manifest["mcp_catalogue"] = catalogue
-    manifest["tool_schemas"] = tool_schemas(workflow)  # verify needs no tool module
-    info = RunInfo(run_id, workflow.name, status, host.principal, parent, now, now)
+    manifest["tool_schemas"] = definition.tool_schemas  # verify needs no tool module
+    info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
     host.store.create_run(info, manifest)
-    return Created(run_id, workflow, now, manifest)
+    return Created(run_id, definition, now, manifest)

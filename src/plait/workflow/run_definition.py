@@ -1,0 +1,105 @@
+"""``RunDefinition``: a workflow as the driver takes it — built here, never by the driver.
+
+The definition layer turns a ``Workflow`` (built in Python or loaded from a file) into
+what a run needs: its name, the definition its manifest pins, the tools with their
+callables and input schemas, the model settings, its ceilings and the folder its
+relative paths are read from. The driver starts, drives, forks and verifies runs from
+a ``RunDefinition`` alone; reading files (a run's source to resume it, a subgraph's
+child workflow) and asking MCP servers what they offer happen here, behind
+``Definitions``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plait.core.env import Budgets
+from plait.tools.mcp import fetch_catalogue
+from plait.tools.python import input_schema
+from plait.workflow.definition import ToolDef, Workflow
+from plait.workflow.loader import load_workflow
+from plait.workflow.pinning import pinned_workflow, with_catalogue
+
+
+@dataclass(frozen=True, slots=True)
+class RunDefinition:
+    """What a run is made of; ``pinned`` is what its manifest keeps (``Workflow.to_manifest``)."""
+
+    name: str
+    pinned: dict[str, Any]
+    source: str | None
+    """The file it was loaded from (resolved), None for a definition built in Python."""
+    base_dir: Path
+    on_dangling: str
+    tools: Mapping[str, ToolDef]
+    tool_schemas: dict[str, Mapping[str, Any]]
+    """Each tool's input schema: declared, else read from the Python function's signature."""
+    llm: Mapping[str, Any]
+    budgets: Budgets
+    has_llm: bool
+    """Whether any node is abstract (an LLM loop): only then is a model needed."""
+    plan_counts: tuple[int, int]
+    """How many nodes and edges its plan has (what a fork onto it must match)."""
+    workflow: Workflow = field(repr=False, compare=False)
+    """The workflow it was built from: for this layer only (catalogue, child files)."""
+
+    @property
+    def model_spec(self) -> str:
+        return str(self.llm.get("model"))
+
+
+def tool_schemas(workflow: Workflow) -> dict[str, Mapping[str, Any]]:
+    """Each tool's input schema: declared, else read from the Python function's signature."""
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for name in sorted(workflow.tools):
+        tool = workflow.tools[name]
+        if tool.input_schema is not None:
+            schemas[name] = tool.input_schema
+        elif tool.callable is not None:
+            schemas[name] = input_schema(tool.callable)
+    return schemas
+
+
+def definition_of(workflow: Workflow) -> RunDefinition:
+    """``workflow`` as a run definition; validates it first (``WorkflowError``)."""
+    plan = workflow.plan()
+    return RunDefinition(
+        name=workflow.name,
+        pinned=workflow.to_manifest(),
+        source=str(workflow.source.resolve()) if workflow.source else None,
+        base_dir=workflow.base_dir,
+        on_dangling=workflow.on_dangling,
+        tools=workflow.tools,
+        tool_schemas=tool_schemas(workflow),
+        llm=dict(workflow.llm or {}),
+        budgets=workflow.to_budgets(),
+        has_llm=any(node.kind == "abstract" for node in workflow.nodes),
+        plan_counts=(len(plan.nodes), len(plan.edges)),
+        workflow=workflow,
+    )
+
+
+class Definitions:
+    """Where the driver gets definitions it was not handed: a run's pinned one, a
+    subgraph's child, a definition with what its MCP servers offer now."""
+
+    def pinned(self, manifest: dict[str, Any], workflow: Workflow | None = None) -> RunDefinition:
+        """The run's definition: ``workflow`` (the caller's) or its source file, checked
+        against the pin (PLAIT-E010 when it no longer matches)."""
+        return definition_of(pinned_workflow(manifest, workflow))
+
+    def child(self, parent: RunDefinition, path: str) -> RunDefinition:
+        """The workflow file of a subgraph node, relative to the parent's folder."""
+        return definition_of(load_workflow(parent.base_dir / path))
+
+    async def with_catalogue(
+        self, definition: RunDefinition
+    ) -> tuple[RunDefinition, dict[str, dict[str, Any]]]:
+        """``definition`` with what its MCP servers offer now pinned, and that offer."""
+        catalogue = await fetch_catalogue(definition.workflow)
+        if not catalogue:
+            return definition, catalogue
+        return definition_of(with_catalogue(definition.workflow, catalogue)), catalogue
