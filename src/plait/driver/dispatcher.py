@@ -68,7 +68,7 @@ def dispatcher_for(
     llm_runner = None
     if any(node.kind == "abstract" for node in workflow.nodes):
         if model is None:
-            from plait.models.base import model_from_spec
+            from plait.models.registry import model_from_spec
 
             settings = dict(workflow.llm or {})
             model = model_from_spec(

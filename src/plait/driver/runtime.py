@@ -117,8 +117,8 @@ def check_model(workflow: Workflow, model: Model | None = None, *, driven: bool 
     queued run is driven by a worker, whose environment is the one that counts)."""
     if not any(node.kind == "abstract" for node in workflow.nodes):
         return
-    from plait.models.base import check_credentials, model_from_spec
     from plait.models.prices import price_of
+    from plait.models.registry import check_credentials, model_from_spec
 
     llm = dict(workflow.llm or {})
     spec = str(llm.get("model"))
