@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from plait import PlaitError, Runtime, Workflow
-from plait.models.base import model_from_spec
+from plait.models.registry import model_from_spec
 
 
 def test_resuming_with_another_model_is_e025_and_with_the_pinned_one_goes_on(

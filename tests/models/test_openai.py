@@ -377,7 +377,7 @@ def test_a_rejected_key_or_model_fails_the_node_at_once(router, turn, status, ki
 
 
 def test_the_files_llm_timeout_and_retries_reach_the_sdk(tmp_path):
-    from plait.models.base import model_from_spec
+    from plait.models.registry import model_from_spec
     from plait.workflow import load_workflow
 
     (tmp_path / "wf.yaml").write_text(

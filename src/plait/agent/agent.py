@@ -37,7 +37,8 @@ from plait.driver.checkpoints import latest_state
 from plait.driver.clock import Clock
 from plait.driver.runtime import Runtime
 from plait.driver.verify import VerifyReport
-from plait.models.base import Model, check_credentials, model_from_spec
+from plait.models.base import Model
+from plait.models.registry import check_credentials, model_from_spec
 from plait.store.base import Store
 from plait.store.records import RecordWrite
 from plait.workflow import Workflow

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Generic
 
@@ -92,6 +92,31 @@ class RunUsage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def with_turn(self, response: ModelResponse, *, sign: int = 1) -> RunUsage:
+        """This usage with one answered turn counted (``sign=-1``: taken back out)."""
+        return replace(
+            self,
+            input_tokens=self.input_tokens + sign * response.input_tokens,
+            output_tokens=self.output_tokens + sign * response.output_tokens,
+            requests=self.requests + sign,
+        )
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "requests": self.requests,
+            "tool_calls": self.tool_calls,
+            "usd_micros": self.usd_micros,
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> RunUsage:
+        return RunUsage(**{name: int(data.get(name, 0)) for name in _USAGE_FIELDS})
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "requests", "tool_calls", "usd_micros")
+
 
 @dataclass(frozen=True)
 class ToolCallPart:
@@ -100,6 +125,17 @@ class ToolCallPart:
     tool_name: str
     args: Mapping[str, Any]
     tool_call_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_name": self.tool_name,
+            "args": dict(self.args),
+            "tool_call_id": self.tool_call_id,
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> ToolCallPart:
+        return ToolCallPart(str(data["tool_name"]), dict(data["args"]), str(data["tool_call_id"]))
 
 
 @dataclass(frozen=True)
@@ -117,6 +153,28 @@ class ToolReturnPart:
     is_error: bool = False
     ask_id: str | None = None
     args: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "content": self.content,
+            "is_error": self.is_error,
+            "ask_id": self.ask_id,
+            "args": None if self.args is None else dict(self.args),
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> ToolReturnPart:
+        args = data.get("args")
+        return ToolReturnPart(
+            tool_name=str(data["tool_name"]),
+            tool_call_id=str(data["tool_call_id"]),
+            content=data.get("content"),
+            is_error=bool(data.get("is_error", False)),
+            ask_id=data.get("ask_id"),
+            args=None if args is None else dict(args),
+        )
 
 
 @dataclass(frozen=True)
@@ -168,6 +226,134 @@ class AgentRunState(Generic[OutputT]):
         """Every pending human-in-the-loop tool return: approvals first, then deferred."""
         yield from self.pending_approval_tool_returns
         yield from self.deferred_tool_returns
+
+    # -- a model turn ---------------------------------------------------------------------
+
+    def apply_model_response(self, response: ModelResponse) -> AgentRunState[OutputT]:
+        """The state once the model answered a turn with ``response``.
+
+        The answer joins ``message_history`` as the journal shapes it, is the
+        ``latest_response`` until the loop classifies it, and its calls are the
+        ``pending_tool_calls``; the returns the turn was sent with are no longer pending.
+        The turn counts in ``usage`` (its tokens, one request) and in ``run_step``; a
+        run that was starting is running. The answer's cost (``usd_micros``) needs the
+        run's prices, so it is not counted here.
+        """
+        return replace(
+            self,
+            message_history=(*self.message_history, _assistant_entry(response)),
+            usage=self.usage.with_turn(response),
+            run_step=self.run_step + 1,
+            status=RunStatus.RUNNING if self.status is RunStatus.STARTING else self.status,
+            latest_response=response,
+            pending_tool_calls=_tool_calls(response),
+            pending_tool_returns=(),
+        )
+
+    def replace_latest_response(self, response: ModelResponse) -> AgentRunState[OutputT]:
+        """The state with ``response`` in place of the latest one, as after a lifecycle hook
+        replaced the answer (§10: the replacement is what the journal holds).
+
+        The history's last entry, the pending tool calls and the token counts follow the
+        replacement; the turn still counts once (``run_step`` and ``requests`` stay).
+        Raises ValueError when there is no latest response to replace.
+        """
+        latest = self.latest_response
+        if latest is None:
+            raise ValueError("no model response to replace: apply one first")
+        history = self.message_history
+        if history and history[-1] == _assistant_entry(latest):
+            history = history[:-1]
+        usage = self.usage.with_turn(latest, sign=-1).with_turn(response)
+        return replace(
+            self,
+            message_history=(*history, _assistant_entry(response)),
+            usage=usage,
+            latest_response=response,
+            pending_tool_calls=_tool_calls(response),
+        )
+
+    # -- JSON -----------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as JSON values (``from_json`` reads it back equal).
+
+        A ``structured_output`` that is a pydantic model is written as its JSON form;
+        pass its type to ``from_json`` to read it back as that model.
+        """
+        structured: Any = self.structured_output
+        if isinstance(structured, BaseModel):
+            structured = structured.model_dump(mode="json")
+        latest = self.latest_response
+        return {
+            "run_id": self.run_id,
+            "conversation_id": self.conversation_id,
+            "message_history": [dict(m) for m in self.message_history],
+            "usage": self.usage.to_json(),
+            "run_step": self.run_step,
+            "status": self.status.value,
+            "output": self.output,
+            "structured_output": structured,
+            "latest_response": None if latest is None else latest.to_json(),
+            "pending_tool_calls": [c.to_json() for c in self.pending_tool_calls],
+            "pending_tool_returns": [r.to_json() for r in self.pending_tool_returns],
+            "pending_approval_tool_returns": [
+                r.to_json() for r in self.pending_approval_tool_returns
+            ],
+            "deferred_tool_returns": [r.to_json() for r in self.deferred_tool_returns],
+            "idle_messages": list(self.idle_messages),
+            "metadata": dict(self.metadata),
+        }
+
+    @staticmethod
+    def from_json(
+        data: Mapping[str, Any], output_type: type[BaseModel] | None = None
+    ) -> AgentRunState[Any]:
+        """The state ``to_json`` wrote; ``output_type`` reads ``structured_output`` back
+        as that pydantic model (the agent's ``output_type``)."""
+        structured = data.get("structured_output")
+        if structured is not None and output_type is not None:
+            structured = output_type.model_validate(structured)
+        latest = data.get("latest_response")
+
+        def returns(key: str) -> tuple[ToolReturnPart, ...]:
+            return tuple(ToolReturnPart.from_json(r) for r in data.get(key) or ())
+
+        return AgentRunState(
+            run_id=str(data["run_id"]),
+            conversation_id=str(data["conversation_id"]),
+            message_history=tuple(dict(m) for m in data.get("message_history") or ()),
+            usage=RunUsage.from_json(data.get("usage") or {}),
+            run_step=int(data.get("run_step", 0)),
+            status=RunStatus(data.get("status", RunStatus.STARTING.value)),
+            output=data.get("output"),
+            structured_output=structured,
+            latest_response=None if latest is None else ModelResponse.from_json(latest),
+            pending_tool_calls=tuple(
+                ToolCallPart.from_json(c) for c in data.get("pending_tool_calls") or ()
+            ),
+            pending_tool_returns=returns("pending_tool_returns"),
+            pending_approval_tool_returns=returns("pending_approval_tool_returns"),
+            deferred_tool_returns=returns("deferred_tool_returns"),
+            idle_messages=tuple(str(m) for m in data.get("idle_messages") or ()),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+
+def _assistant_entry(response: ModelResponse) -> dict[str, Any]:
+    """A model answer as a transcript entry, shaped as the journal holds it."""
+    return {
+        "role": "assistant",
+        "text": response.text,
+        "tool_calls": response.to_json()["tool_calls"],
+    }
+
+
+def _tool_calls(response: ModelResponse) -> tuple[ToolCallPart, ...]:
+    return tuple(
+        ToolCallPart(str(c["name"]), dict(c["arguments"]), str(c["id"]))
+        for c in response.tool_calls
+    )
 
 
 def read_run_state(

@@ -28,8 +28,8 @@ def check_model(
     queued run is driven by a worker, whose environment is the one that counts)."""
     if not definition.has_llm:
         return
-    from plait.models.base import check_credentials, model_from_spec
     from plait.models.prices import price_of
+    from plait.models.registry import check_credentials, model_from_spec
 
     llm = definition.llm
     spec = definition.model_spec

@@ -68,7 +68,7 @@ def dispatcher_for(
     llm_runner = None
     if definition.has_llm:
         if model is None:
-            from plait.models.base import model_from_spec
+            from plait.models.registry import model_from_spec
 
             settings = dict(definition.llm)
             model = model_from_spec(

@@ -1,9 +1,10 @@
 """Governed tool flows (ARCHITECTURE.md §9): which tool calls an LLM node may make, when.
 
 Pure and deterministic like ``plait.core``: the standard library, ``plait.core`` and this
-package only. ``flow`` and ``guards`` hold the model and builder, ``document`` the
-dict/YAML form, ``schema`` its JSON Schema, ``validate`` the load-time checks,
-``mermaid`` the picture, ``runtime``/``monitor`` the runtime, ``explain`` its wording.
+package only. ``flow``, ``parts`` and ``guards`` hold the model and builder, ``document``
+(reading) and ``writer`` the dict/YAML form, ``schema`` its JSON Schema, ``validate`` the
+load-time checks, ``mermaid`` the picture, ``runtime``/``monitor`` the runtime,
+``explain`` its wording.
 """
 
 from plait.governance.document import flow_from_dict, flow_to_dict, guard_from_dict, guard_to_dict
@@ -11,6 +12,7 @@ from plait.governance.explain import explain, refusal_message
 from plait.governance.flow import (
     After,
     Before,
+    CompiledFlow,
     Constraint,
     Flow,
     FlowBuilder,
@@ -70,6 +72,7 @@ __all__ = [
     "Admission",
     "After",
     "Before",
+    "CompiledFlow",
     "Constraint",
     "Findings",
     "Flow",

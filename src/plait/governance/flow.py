@@ -1,9 +1,11 @@
 """The governance flow model and its fluent builder (ARCHITECTURE.md §9, seed ``Flow.txt``).
 
 A ``Flow`` is a DAG of steps plus cross-cutting constraints that together decide, at
-every moment of an LLM loop, which tool calls are admitted. This module only holds the
-values and the builder; the dict/YAML form is ``document.py``, load-time checks are
-``validate.py`` and the runtime is ``monitor.py``.
+every moment of an LLM loop, which tool calls are admitted. This module holds the flow,
+its builder and what ``compile`` makes of it (``CompiledFlow``); the flow's methods are
+the seed's surface over the passes that live next to it: the parts are ``parts.py``, the
+load-time checks ``validate.py``, the picture ``mermaid.py``, the dict/YAML form
+``writer.py`` and ``document.py``, and the runtime ``monitor.py``.
 
     flow = (
         Flow.new()
@@ -26,14 +28,34 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
-from plait.core.errors import PlaitError
+from plait.core.errors import PlaitError, Problem
 from plait.governance.guards import Guard
+from plait.governance.mermaid import to_mermaid
+from plait.governance.parts import (
+    After,
+    Before,
+    Constraint,
+    Join,
+    Mode,
+    NeverUntil,
+    Once,
+    Require,
+    Reset,
+    Step,
+    edge,
+    with_commit,
+)
+from plait.governance.validate import compile as compile_problems
+from plait.governance.validate import compile_with_tools as compile_with_tools_problems
+from plait.governance.validate import state_keys_read, tool_universe, validate
+from plait.governance.writer import flow_to_dict
 
 __all__ = [
     "After",
     "Before",
+    "CompiledFlow",
     "Constraint",
     "Flow",
     "FlowBuilder",
@@ -48,78 +70,11 @@ __all__ = [
     "with_commit",
 ]
 
-Join: TypeAlias = Literal["all", "any"]
-Mode: TypeAlias = Literal["enforce", "observe"]
 
-
-@dataclass(frozen=True)
-class After:
-    """An edge into a step: satisfied when ``step`` is done and ``when`` (if any) holds."""
-
-    step: str
-    when: Guard | None = None
-
-
-def edge(step: str, *, when: Guard | None = None) -> After:
-    """An ``after`` edge, optionally guarded: ``after=[edge("triage", when=is_true("urgent"))]``."""
-    return After(step, when)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a flow. Active while not done and eligible; see ``monitor.py``."""
-
-    id: str
-    after: tuple[After, ...] = ()
-    join: Join = "all"
-    gate: Guard | None = None
-    done: Guard | None = None
-    allow: tuple[str, ...] | None = None
-    deny: tuple[str, ...] = ()
-    posture: str | None = None
-    terminal: bool = False
-
-
-@dataclass(frozen=True)
-class Once:
-    """``tool`` succeeds at most once (until a reset clears its count)."""
-
-    tool: str
-
-
-@dataclass(frozen=True)
-class Before:
-    """Step ``then`` is not eligible until step ``first`` is done."""
-
-    first: str
-    then: str
-
-
-@dataclass(frozen=True)
-class NeverUntil:
-    """``tool`` is refused while ``until`` does not hold."""
-
-    tool: str
-    until: Guard
-
-
-@dataclass(frozen=True)
-class Require:
-    """A final answer needs these steps done."""
-
-    steps: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Reset:
-    """On ``when``'s rising edge, ``steps`` are no longer done and the ``once`` counts of
-    the tools their ``done`` guards call are cleared."""
-
-    steps: tuple[str, ...]
-    when: Guard
-
-
-Constraint: TypeAlias = Once | Before | NeverUntil | Require | Reset
+def _refuse(problems: Sequence[Problem]) -> None:
+    """PLAIT-E027 carrying every problem, when there is one."""
+    if problems:
+        raise PlaitError.from_problems(problems)
 
 
 @dataclass(frozen=True)
@@ -143,19 +98,57 @@ class Flow:
         return FlowBuilder(mode=mode)
 
     def to_json(self) -> dict[str, Any]:
-        """The dict (JSON/YAML) form; see ``plait.governance.document.flow_to_dict``."""
-        from plait.governance.document import flow_to_dict
-
+        """The dict (JSON/YAML) form; see ``plait.governance.writer.flow_to_dict``."""
         return flow_to_dict(self)
 
+    def validate(self) -> None:
+        """Referential integrity and acyclicity; raises PlaitError (PLAIT-E027) carrying
+        every problem found, not just the first (``validate.validate`` lists them)."""
+        _refuse(validate(self))
 
-def with_commit(
-    constraints: tuple[Constraint, ...], tool: str, until: Guard
-) -> tuple[Constraint, ...]:
-    """``constraints`` plus what ``commit(tool, until)`` adds (``once`` and never-until),
-    leaving out either one when an equal constraint is already there."""
-    added = [c for c in (Once(tool), NeverUntil(tool, until)) if c not in constraints]
-    return (*constraints, *added)
+    def state_keys_read(self) -> list[str]:
+        """Every state key any guard reads (gates, done, edges, never-until, reset), sorted.
+
+        A key nothing in the run writes can never latch, the dominant silent failure of a
+        data-authored flow: ``plait check`` diffs this set against the declared ``writes``.
+        """
+        return state_keys_read(self)
+
+    def compile(self) -> CompiledFlow:
+        """The flow checked as ``validate`` does and more (unreachable steps, an always-true
+        commit guard, never-until on unknown steps, after/before ordering cycles), with its
+        tool universe precomputed; raises PlaitError (PLAIT-E027) carrying every problem."""
+        _refuse(compile_problems(self))
+        return CompiledFlow.of(self)
+
+    def compile_with_tools(self, tools: Iterable[str]) -> CompiledFlow:
+        """``compile``, plus every tool the flow names (allow, deny, once, never-until,
+        ``called_ok``, confirm and ambient tools) must be one of ``tools``:
+        ``flow.compile_with_tools(["lookup_account", "charge_card"])``."""
+        _refuse(compile_with_tools_problems(self, tools))
+        return CompiledFlow.of(self)
+
+    def to_mermaid(self) -> str:
+        """The flow as a Mermaid flowchart (the spec is the diagram)."""
+        return to_mermaid(self)
+
+
+@dataclass(frozen=True)
+class CompiledFlow:
+    """A flow that compiled, and the universe of tool names it refers to.
+
+    ``tools`` is every tool the flow names anywhere, each once, in declaration order
+    (``validate.tool_universe`` says where each one is named): the tools a session must
+    register for the flow to mean what it says.
+    """
+
+    flow: Flow
+    tools: tuple[str, ...]
+
+    @staticmethod
+    def of(flow: Flow) -> CompiledFlow:
+        """The compiled form of ``flow`` (judged already by the caller)."""
+        return CompiledFlow(flow, tuple(dict.fromkeys(t for t, _ in tool_universe(flow))))
 
 
 # --- the builder --------------------------------------------------------------------------
@@ -257,12 +250,8 @@ class FlowBuilder:
 
     def build(self) -> Flow:
         """The flow; raises PlaitError (PLAIT-E027) carrying every ``validate`` problem."""
-        from plait.governance.validate import validate
-
         flow = Flow(self.steps, self.constraints, self.confirm_tools, self.ambient_tools, self.mode)
-        problems = validate(flow)
-        if problems:
-            raise PlaitError.from_problems(problems)
+        flow.validate()
         return flow
 
 

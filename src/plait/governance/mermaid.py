@@ -8,8 +8,13 @@ id is the label. Output is deterministic: declaration order throughout.
 
 from __future__ import annotations
 
-from plait.governance.flow import Before, Flow, NeverUntil, Once, Require, Reset
+from typing import TYPE_CHECKING
+
 from plait.governance.guards import Guard, describe
+from plait.governance.parts import Before, NeverUntil, Once, Require, Reset
+
+if TYPE_CHECKING:
+    from plait.governance.flow import Flow
 
 __all__ = ["to_mermaid"]
 

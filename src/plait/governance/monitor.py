@@ -43,8 +43,9 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from plait.governance.flow import Before, Flow, NeverUntil, Once, Require, Reset, Step
+from plait.governance.flow import Flow
 from plait.governance.guards import Guard, describe, holds, tools_named
+from plait.governance.parts import Before, NeverUntil, Once, Require, Reset, Step
 from plait.governance.runtime import FlowRuntime
 
 __all__ = [

@@ -19,9 +19,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from plait.core.errors import Problem
-from plait.governance.flow import Before, Flow, NeverUntil, Once, Require, Reset, Step
 from plait.governance.guards import (
     Guard,
     is_trivially_false,
@@ -31,6 +31,10 @@ from plait.governance.guards import (
     steps_named,
     tools_named,
 )
+from plait.governance.parts import Before, NeverUntil, Once, Require, Reset, Step
+
+if TYPE_CHECKING:
+    from plait.governance.flow import Flow
 
 __all__ = [
     "Findings",

@@ -2,7 +2,8 @@
 
 ``scripted`` answers from a file (tests, demos, benchmarks); ``openai`` and
 ``anthropic`` wrap the official SDKs, which are optional extras imported only
-when a spec names them; ``prices`` turns token counts into micro-dollars.
+when a spec names them; ``registry`` maps a spec's prefix to its provider;
+``prices`` turns token counts into micro-dollars.
 """
 
 from plait.models.base import (
@@ -12,7 +13,6 @@ from plait.models.base import (
     ModelRequest,
     ModelResponse,
     ToolSpec,
-    model_from_spec,
 )
 from plait.models.prices import (
     BUILTIN_PRICES,
@@ -21,18 +21,22 @@ from plait.models.prices import (
     reserve_usd_micros,
     turn_cost_usd_micros,
 )
+from plait.models.registry import PROVIDERS, Provider, check_credentials, model_from_spec
 from plait.models.scripted import ScriptedModel
 
 __all__ = [
     "BUILTIN_PRICES",
     "CAUSES",
+    "PROVIDERS",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
     "Price",
+    "Provider",
     "ScriptedModel",
     "ToolSpec",
+    "check_credentials",
     "model_from_spec",
     "price_of",
     "reserve_usd_micros",

@@ -4,18 +4,15 @@ The driver hands an adapter the loop's journal-shaped transcript (ARCHITECTURE.m
 §6) and journals what comes back through ``ModelResponse.to_json``. Adapters
 own everything provider-specific — message shapes, provider retries with
 backoff, mapping provider errors to failure causes — and never touch the journal,
-the clock of the run or the core. ``model_from_spec`` is the one place that
-turns a spec string (``openai:gpt-4o-mini``, ``scripted:responses.json``) into
-an adapter; provider SDKs are imported only when their spec is asked for.
+the clock of the run or the core. Turning a spec string
+(``openai:gpt-4o-mini``, ``scripted:responses.json``) into an adapter is
+``registry.py``'s job; this module imports no adapter.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from plait.core.canonical import dumps
@@ -167,82 +164,3 @@ class AdapterSettings:
         ):
             raise PlaitError("E019", f"llm: timeout_s must be a number > 0, got {timeout!r}")
         return AdapterSettings(retries, None if timeout is None else float(timeout))
-
-
-# scheme://host[:port][/path] then ':' and the model; the model may itself hold ':'
-# (Ollama tags such as llama3.1:8b), so the URL ends at the first ':' after its authority.
-_COMPATIBLE = re.compile(
-    r"^(?P<url>[A-Za-z][A-Za-z0-9+.-]*://(?:\[[^\]]*\]|[^/:\s]+)(?::\d+)?(?:/[^:\s]*)?)"
-    r":(?P<model>\S.*)$"
-)
-_EXTRAS = {"openai": "openai", "openai-compatible": "openai", "anthropic": "anthropic"}
-_CREDENTIALS = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
-}
-
-
-def check_credentials(spec: str) -> None:
-    """PLAIT-E006 when a provider that needs a key finds none in this process's environment.
-
-    Checked before a run is driven: without it the run would start, spend its tool calls,
-    and fail at its first turn (a 401 or the SDK's own refusal), leaving a failed run where
-    a refused command was meant. ``openai-compatible:`` servers and scripted models need no
-    key; an empty variable counts as unset.
-    """
-    names = _CREDENTIALS.get(spec.partition(":")[0], ())
-    if names and not any(os.environ.get(name) for name in names):
-        which = " or ".join(names)
-        raise PlaitError(
-            "E006",
-            f"model '{spec}' needs an API key: set {which} in the environment of the"
-            " process that drives the run",
-        )
-
-
-def model_from_spec(
-    spec: str, *, base_dir: Path, settings: Mapping[str, Any] | None = None
-) -> Model:
-    """The adapter a spec names; unknown or malformed specs and missing SDKs are PLAIT-E006."""
-    provider, _, rest = spec.partition(":")
-    if provider == "scripted":
-        from plait.models.scripted import ScriptedModel
-
-        if not rest:
-            raise PlaitError("E006", f"model '{spec}': scripted:<file> needs a file")
-        return ScriptedModel.load(spec, base_dir / rest)
-    if provider not in _EXTRAS:
-        known = "openai:, anthropic:, openai-compatible:<base_url>:, scripted:"
-        raise PlaitError("E006", f"model '{spec}': unknown provider '{provider}' (known: {known})")
-    options = AdapterSettings.read(settings)
-    try:
-        if provider == "anthropic":
-            from plait.models.anthropic import AnthropicModel
-
-            return AnthropicModel(_named(spec, rest), spec=spec, settings=options)
-        from plait.models.openai import OpenAIModel
-    except ImportError as exc:
-        extra = _EXTRAS[provider]
-        raise PlaitError(
-            "E006",
-            f"model '{spec}' needs the {extra} SDK, which is not installed: "
-            f"pip install 'plait[{extra}]' ({exc})",
-        ) from exc
-    if provider == "openai":
-        return OpenAIModel(_named(spec, rest), spec=spec, settings=options)
-    match = _COMPATIBLE.match(rest)
-    if match is None:
-        raise PlaitError(
-            "E006",
-            f"model '{spec}': expected openai-compatible:<base_url>:<model> "
-            "(e.g. openai-compatible:http://localhost:11434/v1:llama3.1:8b)",
-        )
-    return OpenAIModel(
-        match["model"], spec=spec, settings=options, base_url=match["url"], compatible=True
-    )
-
-
-def _named(spec: str, model: str) -> str:
-    if not model.strip():
-        raise PlaitError("E006", f"model '{spec}': the model name is missing")
-    return model
