@@ -236,9 +236,7 @@ class Runtime:
         from ``Start(input)``, as ``resume`` does a run without a checkpoint.
         """
         run_id, _, _, _ = await self._create(workflow, input, run_id, None, "queued")
-        notify = getattr(self.store, "notify_runnable", None)
-        if notify is not None:
-            notify(run_id)
+        self.store.notify_runnable(run_id)
         return show(self.store, run_id)
 
     async def _create(
@@ -502,14 +500,12 @@ class Runtime:
     # --- wake times: when a worker should drive a parked run on (§11) ------------------
 
     def _set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
-        """Record the run's wake time on stores that keep one (the earlier one wins)."""
-        set_wake = getattr(self.store, "set_wake", None)
-        if set_wake is not None and (replace or wake_ms is not None):
-            set_wake(run_id, wake_ms, replace=replace)
+        """Record the run's wake time (the earlier one wins)."""
+        if replace or wake_ms is not None:
+            self.store.set_wake(run_id, wake_ms, replace=replace)
 
     def _wake_time(self, state: SchedulerState) -> int | None:
         """The earliest of a parked run's timers, ask expiries and children's wake times."""
-        wake_of = getattr(self.store, "wake_of", None)
         times: list[int] = []
         for entry in state.pending_asks.values():
             if "wake_ms" in entry:
@@ -517,9 +513,9 @@ class Runtime:
             ask = entry.get("ask")
             if isinstance(ask, dict) and ask.get("expires_at") is not None:
                 times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
-            if "child" in entry and wake_of is not None:
+            if "child" in entry:
                 key = JournalKey.from_json(entry["key"])
-                child = wake_of(child_run_id(state.run_id, key))
+                child = self.store.wake_of(child_run_id(state.run_id, key))
                 if child is not None:
                     times.append(int(child))
         return min(times, default=None)

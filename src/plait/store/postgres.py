@@ -61,7 +61,7 @@ from plait.core.canonical import JSON, dumpb, dumps, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.base import corrupted_checkpoint, unknown_run
+from plait.store.base import WorkStore, corrupted_checkpoint, never_dead, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.postgres_schema import migrate
@@ -272,12 +272,6 @@ _NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a nod
 _ROOT_NAME = re.compile(r'"([0-9a-f]{64})"')
 
 
-def _never_dead(owner: LeaseOwner) -> bool:
-    """A claim that cannot tell whether a holder's process is gone takes only free,
-    released or expired leases."""
-    return True
-
-
 class PostgresStore:
     """The ``Store`` protocol over a PostgreSQL database, through a connection pool."""
 
@@ -465,7 +459,7 @@ class PostgresStore:
                 for row in conn.execute(_CLAIMABLE, (list(statuses), now_ms, limit)).fetchall()
             ]
             for run_id in run_ids:
-                token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, _never_dead)
+                token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, never_dead)
                 if token is not None:
                     claimed.append((run_id, token))
         return claimed
@@ -479,7 +473,7 @@ class PostgresStore:
         ttl_ms: int,
         limit: int = 1,
         exclude: Sequence[str] = (),
-        owner_alive: Callable[[LeaseOwner], bool] = _never_dead,
+        owner_alive: Callable[[LeaseOwner], bool] = never_dead,
     ) -> list[tuple[str, int]]:
         """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
 
@@ -497,7 +491,7 @@ class PostgresStore:
             return []
         claimed: list[tuple[str, int]] = []
         with self._connection("claiming runs") as conn, conn.transaction():
-            for orphans in (False, True) if owner_alive is not _never_dead else (False,):
+            for orphans in (False, True) if owner_alive is not never_dead else (False,):
                 if len(claimed) == limit:
                     break
                 params = {
@@ -514,7 +508,7 @@ class PostgresStore:
                     )
                 else:
                     run_ids = [row[0] for row in conn.execute(_CLAIM_WORK, params).fetchall()]
-                alive = owner_alive if orphans else _never_dead
+                alive = owner_alive if orphans else never_dead
                 for run_id in run_ids:
                     if len(claimed) == limit:
                         break
@@ -1171,3 +1165,6 @@ def _describe(url: str) -> tuple[str, str]:
         except ValueError:
             port = ""
     return f"postgresql://{host}{':' + port if port else ''}/{db}", secret
+
+
+_CONFORMS: type[WorkStore] = PostgresStore  # mypy checks the whole contract here

@@ -27,7 +27,7 @@ from plait.core.canonical import JSON, dumpb, loads
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.base import corrupted_checkpoint, unknown_run
+from plait.store.base import WorkStore, corrupted_checkpoint, never_dead, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
@@ -124,12 +124,6 @@ _GC_TREE = (
     " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
-
-
-def _never_dead(owner: LeaseOwner) -> bool:
-    """A claim that cannot tell whether a holder's process is gone takes only free,
-    released or expired leases."""
-    return True
 
 
 class SqliteStore:
@@ -281,7 +275,7 @@ class SqliteStore:
         ttl_ms: int,
         limit: int = 1,
         exclude: Sequence[str] = (),
-        owner_alive: Callable[[LeaseOwner], bool] = _never_dead,
+        owner_alive: Callable[[LeaseOwner], bool] = never_dead,
     ) -> list[tuple[str, int]]:
         """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
 
@@ -297,9 +291,9 @@ class SqliteStore:
         claimed: list[tuple[str, int]] = []
         with self._lock, self._write() as conn:
             queries: list[tuple[str, dict[str, Any], Callable[[LeaseOwner], bool]]] = [
-                (_CLAIM_WORK, {"now": now_ms}, _never_dead)
+                (_CLAIM_WORK, {"now": now_ms}, never_dead)
             ]
-            if owner_alive is not _never_dead:
+            if owner_alive is not never_dead:
                 queries.append((_CLAIM_ORPHANS, {"now": now_ms, "host": owner.host}, owner_alive))
             for sql, params, alive in queries:
                 for (run_id,) in conn.execute(sql, params).fetchall():
@@ -344,6 +338,10 @@ class SqliteStore:
 
     def notify_runnable(self, run_id: str) -> None:
         """Nothing to notify on SQLite: workers on a file poll (``plait worker --poll-ms``)."""
+
+    def listen(self) -> None:
+        """None: SQLite has no notifications; workers on a file poll (``--poll-ms``)."""
+        return None
 
     def gc(self, before_ms: int, now_ms: int) -> list[str]:
         """Delete finished runs last updated before ``before_ms`` (see ``PostgresStore.gc``)."""
@@ -683,3 +681,6 @@ def _check_token(conn: sqlite3.Connection, run_id: str, token: int) -> None:
     current = _lease_row(conn, run_id)
     if current is None or current.holder is None or current.token != token:
         raise stale_token(run_id, token, current)
+
+
+_CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here
