@@ -42,19 +42,13 @@ module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: <what it was d
 from __future__ import annotations
 
 import re
-import select
-import selectors
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from plait.core.canonical import JSON, dumpb, dumps, loads
@@ -64,6 +58,8 @@ from plait.core.keys import JournalKey
 from plait.store.base import WorkStore, corrupted_checkpoint, never_dead, unknown_run
 from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
 from plait.store.lease import LeaseRow, may_take_over, stale_token
+from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
+from plait.store.pg_pool import Connection, Pool, PoolError
 from plait.store.postgres_schema import migrate
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
 from plait.store.rows import (
@@ -86,17 +82,8 @@ CONNECT_TIMEOUT_S = 5
 _WATCH_LIMIT = 256
 """Runs whose between-wave poll a store remembers (drivers polling right now)."""
 
-MAX_IDLE_S = 300.0
-"""A pooled connection unused for longer is closed rather than trusted (a NAT or firewall
-may have dropped it without telling either end)."""
-
-MAX_LIFETIME_S = 3600.0
-"""A pooled connection older than this is closed when it comes back (failover, DNS)."""
-
 _KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is forgotten
 _FETCH_BATCH = 5_000  # node hashes per ``= ANY(%s)`` query
-
-Connection = psycopg.Connection[Any]
 
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _INSERT_RUN = (
@@ -187,9 +174,6 @@ _CLAIMABLE = (
     " WHERE r.status = ANY(%s) AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %s)"
     " ORDER BY r.created_ms, r.row_order LIMIT %s FOR UPDATE OF r SKIP LOCKED"
 )
-NOTIFY_CHANNEL = "plait_runs"
-"""The channel workers LISTEN on: a run was enqueued, answered or is otherwise due."""
-
 FINISHED = ("completed", "failed", "stalled", "canceled", "budget_exhausted")
 """Statuses ``gc`` may delete (never queued, running or parked)."""
 
@@ -325,7 +309,7 @@ class PostgresStore:
                 raise self._storage_error(exc, "cannot migrate the schema") from exc
             raise
         self._url, self._kwargs = url, kwargs
-        self._pool = _Pool(self._connect, pool_size, timeout)
+        self._pool = Pool(self._connect, pool_size, timeout)
         self._pool.adopt(conn)  # the first connection serves on
 
     def __repr__(self) -> str:
@@ -557,7 +541,7 @@ class PostgresStore:
             conn = psycopg.connect(self._url, **self._kwargs)
         except psycopg.Error as exc:
             raise self._storage_error(exc, "cannot listen") from exc
-        return PostgresListener(conn, self)
+        return PostgresListener(conn, self._storage_error)
 
     def gc(self, before_ms: int, now_ms: int) -> list[str]:
         """Delete finished runs last updated before ``before_ms``: their ids, sorted.
@@ -800,7 +784,7 @@ class PostgresStore:
         try:
             conn = self._pool.get()
         except psycopg.Error as exc:
-            reason = "" if isinstance(exc, _PoolError) else "cannot connect"
+            reason = "" if isinstance(exc, PoolError) else "cannot connect"
             context = ": ".join(part for part in (what, reason) if part)
             raise self._storage_error(exc, context) from exc
         try:
@@ -809,145 +793,6 @@ class PostgresStore:
             raise self._storage_error(exc, what, conn, if_lost) from exc
         finally:
             self._pool.put(conn)
-
-
-class _PoolError(psycopg.OperationalError):
-    """The pool has no connection to give: it is closed, or all stayed busy."""
-
-
-class _Pool:
-    """Up to ``size`` connections shared by threads, opened when needed.
-
-    ``get`` hands out the most recently returned idle connection that still looks alive
-    (checked without a round trip, see ``_alive``), closing the ones that do not, and
-    opens a new one (``connect``) when none is left and fewer than ``size`` exist; when
-    ``size`` are checked out it waits up to ``timeout`` seconds for one to come back.
-    Connecting happens in the calling thread: its error is the caller's error. ``put``
-    keeps a connection only if it is idle, unbroken and not too old.
-    """
-
-    def __init__(self, connect: Callable[[], Connection], size: int, timeout: float) -> None:
-        self._connect = connect
-        self._size = size
-        self._timeout = timeout
-        self._idle: list[tuple[Connection, float, float]] = []  # (conn, opened, last used)
-        self._opened: dict[int, float] = {}  # id(conn) -> when it was opened
-        self._count = 0  # connections that exist or are being opened
-        self._closed = False
-        self._cond = threading.Condition()
-
-    def get(self) -> Connection:
-        dead: list[Connection] = []
-        try:
-            with self._cond:
-                conn = self._take(dead)
-        finally:
-            for gone in dead:  # the server closed them: closing cannot block on it
-                _discard(gone)
-        if conn is not None:
-            return conn
-        try:
-            conn = self._connect()
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-        with self._cond:
-            self._opened[id(conn)] = time.monotonic()
-        return conn
-
-    def _take(self, dead: list[Connection]) -> Connection | None:
-        """An idle live connection, or None with a slot reserved for a new one (locked)."""
-        deadline: float | None = None
-        while True:
-            if self._closed:
-                raise _PoolError("the store is closed")
-            while self._idle:
-                conn, _, used = self._idle.pop()
-                if _alive(conn, used):
-                    return conn
-                self._count -= 1
-                self._opened.pop(id(conn), None)
-                dead.append(conn)
-            if self._count < self._size:
-                self._count += 1
-                return None
-            now = time.monotonic()
-            deadline = now + self._timeout if deadline is None else deadline
-            if now >= deadline or not self._cond.wait(deadline - now):
-                if self._idle or self._count < self._size:
-                    continue
-                raise _PoolError(
-                    f"all {self._size} connections stayed busy for {self._timeout:g} s"
-                )
-
-    def adopt(self, conn: Connection) -> None:
-        """Pool a connection opened elsewhere (counted against ``size``; it must fit)."""
-        with self._cond:
-            assert self._count < self._size
-            self._count += 1
-            self._opened[id(conn)] = time.monotonic()
-        self.put(conn)
-
-    def put(self, conn: Connection) -> None:
-        """Take a connection back (every ``get`` is paired with one ``put``)."""
-        now = time.monotonic()
-        with self._cond:
-            opened = self._opened.get(id(conn), now)
-            keep = (
-                not self._closed
-                and not conn.closed
-                and not conn.broken
-                and conn.info.transaction_status == pq.TransactionStatus.IDLE
-                and now - opened < MAX_LIFETIME_S
-            )
-            if keep:
-                self._opened[id(conn)] = opened
-                self._idle.append((conn, opened, now))
-            else:
-                self._opened.pop(id(conn), None)
-                self._count -= 1
-            self._cond.notify()
-        if not keep:
-            _discard(conn)
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            self._count -= len(idle)
-            for conn, _, _ in idle:
-                self._opened.pop(id(conn), None)
-            self._cond.notify_all()
-        for conn, _, _ in idle:
-            _discard(conn)
-
-
-def _alive(conn: Connection, used: float) -> bool:
-    """Whether an idle pooled connection may be used, without a round trip.
-
-    An idle connection has nothing to read: when its socket is readable (or hung up) the
-    server has closed it, or told it why it is about to (a restart, an idle timeout, a
-    terminated backend, a proxy that went away). One unused for MAX_IDLE_S is not trusted.
-    """
-    if conn.closed or conn.broken or time.monotonic() - used > MAX_IDLE_S:
-        return False
-    try:
-        fd = conn.pgconn.socket
-        if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(fd, select.POLLIN | select.POLLPRI)
-            return not poller.poll(0)
-        readable, _, _ = select.select([fd], [], [], 0)
-        return not readable
-    except (OSError, ValueError, psycopg.Error):
-        return False
-
-
-def _discard(conn: Connection) -> None:
-    with suppress(Exception):
-        conn.close()
 
 
 class _NodeReader:
@@ -1000,65 +845,6 @@ class _NodeReader:
                 name.decode("ascii") for data in found.values() for name in _NODE_NAME.findall(data)
             }
             wanted -= self._bytes.keys() | self._absent
-
-
-class PostgresListener:
-    """A dedicated connection that LISTENs on NOTIFY_CHANNEL for ``PostgresStore.listen``.
-
-    ``wait`` blocks on the connection's socket and on a wake-up socket together, so
-    ``interrupt`` (from another thread) ends a wait at once: a worker that stops does not
-    wait for the rest of a listening slice.
-    """
-
-    def __init__(self, conn: Connection, store: PostgresStore) -> None:
-        self._conn = conn
-        self._store = store
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        try:
-            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            # One that came with LISTEN's answer was read already: the socket will not say.
-            self._pending = any(True for _ in conn.notifies(timeout=0.0))
-            self._selector.register(conn.fileno(), selectors.EVENT_READ, "db")
-            self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
-        except psycopg.Error as exc:
-            self.close()
-            raise store._storage_error(exc, "cannot listen") from exc
-
-    def wait(self, timeout_s: float) -> bool:
-        """Block until a notification arrives (True), ``timeout_s`` passes or ``interrupt``
-        is called (False). Notifications that queued up meanwhile are drained too, so one
-        burst of enqueues wakes a worker once. A lost connection is PLAIT-E020.
-        """
-        if self._pending:
-            self._pending = False
-            return True
-        try:
-            ready = {key.data for key, _ in self._selector.select(max(timeout_s, 0.0))}
-            if "wake" in ready:
-                with suppress(OSError):
-                    while self._wake_r.recv(64):
-                        pass
-                return False
-            if "db" not in ready:
-                return False
-            # Readable: notifications, or the server hanging up (which raises here).
-            return any(True for _ in self._conn.notifies(timeout=0.0))
-        except psycopg.Error as exc:
-            raise self._store._storage_error(exc, "listening") from exc
-
-    def interrupt(self) -> None:
-        """End the current (or next) ``wait`` at once; safe from any thread."""
-        with suppress(OSError):
-            self._wake_w.send(b"!")
-
-    def close(self) -> None:
-        with suppress(Exception):
-            self._selector.close()
-        for sock in (self._wake_r, self._wake_w):
-            sock.close()
-        self._conn.close()
 
 
 def _commit_params(
