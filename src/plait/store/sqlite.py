@@ -26,7 +26,7 @@ from urllib.parse import quote
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import sql
+from plait.store import claims, sql
 from plait.store.base import Listener, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over
 from plait.store.node_reads import NodeFetcher
@@ -56,50 +56,6 @@ _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
     " (SELECT MAX(seq) FROM manifests WHERE run_id = :run), l.token, l.host"
     " FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = :run"
-)
-_FINISHED = ", ".join(f"'{status}'" for status in sql.FINISHED)
-# What a worker should drive now: see PostgresStore.claim_work.
-_CLAIM_WORK = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status IN ('queued', 'running', 'parked', 'budget_exhausted')"
-    " AND r.parent_run_id IS NULL"
-    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
-    " AND (r.status = 'queued' OR (r.status = 'running' AND l.run_id IS NOT NULL)"
-    "      OR r.wake_ms <= :now)"
-    " ORDER BY r.created_ms, r.rowid"
-)
-# Running top-level runs whose unexpired lease a process on the claimant's host holds:
-# taken over at once if that process is gone (see PostgresStore's _CLAIM_ORPHANS).
-_CLAIM_ORPHANS = (
-    "SELECT r.run_id FROM runs r JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status = 'running' AND r.parent_run_id IS NULL"
-    " AND l.host = :host AND l.expires_ms > :now"
-    " ORDER BY r.created_ms, r.rowid"
-)
-# A claimed run's wake time is consumed; a queued, parked or budget-exhausted one is
-# running from now on (see PostgresStore's _CLAIMED).
-_CLAIMED = (
-    "UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
-    " ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
-    " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN ? ELSE updated_ms END"
-    " WHERE run_id = ?"
-)
-# Finished runs old enough for gc (see PostgresStore's _GC_ROOTS for the wake time rule).
-_GC_ROOTS = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    f" WHERE r.parent_run_id IS NULL AND r.status IN ({_FINISHED})"
-    " AND r.updated_ms < :before AND (r.wake_ms IS NULL OR r.status <> 'budget_exhausted')"
-    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
-    " ORDER BY r.run_id"
-)
-_GC_TREE = (
-    "WITH RECURSIVE tree (run_id, root) AS ("
-    "  SELECT value, value FROM json_each(:roots)"
-    "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
-    f" SELECT t.run_id, t.root, c.status IN ({_FINISHED})"
-    "  AND (c.wake_ms IS NULL OR c.status <> 'budget_exhausted')"
-    "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
-    " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
 
@@ -234,10 +190,12 @@ class SqliteStore:
         claimed: list[tuple[str, int]] = []
         with self._lock, self._write() as conn:
             queries: list[tuple[str, dict[str, Any], Callable[[LeaseOwner], bool]]] = [
-                (_CLAIM_WORK, {"now": now_ms}, never_dead)
+                (claims.SQLITE_CLAIM_WORK, {"now": now_ms}, never_dead)
             ]
             if owner_alive is not never_dead:
-                queries.append((_CLAIM_ORPHANS, {"now": now_ms, "host": owner.host}, owner_alive))
+                queries.append(
+                    (claims.SQLITE_CLAIM_ORPHANS, {"now": now_ms, "host": owner.host}, owner_alive)
+                )
             for statement, params, alive in queries:
                 for (run_id,) in conn.execute(statement, params).fetchall():
                     if len(claimed) == limit:
@@ -250,7 +208,7 @@ class SqliteStore:
                     except PlaitError:
                         continue  # a live holder keeps it
                     sql.upsert_lease(conn, SQLITE, run_id, owner, token, now_ms + ttl_ms)
-                    conn.execute(_CLAIMED, (now_ms, run_id))
+                    conn.execute(claims.SQLITE_CLAIMED, (now_ms, run_id))
                     claimed.append((run_id, token))
                     skip.add(run_id)
         return claimed
@@ -275,10 +233,12 @@ class SqliteStore:
         """``WorkStore.gc`` in one ``BEGIN IMMEDIATE`` transaction."""
         params = {"before": before_ms, "now": now_ms}
         with self._lock, self._write() as conn:
-            roots = [row[0] for row in conn.execute(_GC_ROOTS, params).fetchall()]
+            roots = [row[0] for row in conn.execute(claims.SQLITE_GC_ROOTS, params).fetchall()]
             if not roots:
                 return []
-            tree = conn.execute(_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}).fetchall()
+            tree = conn.execute(
+                claims.SQLITE_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}
+            ).fetchall()
             doomed = sql.gc_selection(tree)
             for table in ("journal", "manifests", "leases", "runs"):
                 conn.executemany(
