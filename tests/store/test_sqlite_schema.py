@@ -3,6 +3,8 @@ goes on numbering their journals where they stopped."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +19,7 @@ from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import IntentWrite, ManifestWrite, Record, RecordWrite, RunInfo, SqliteStore
+from plait.store.schema import migrations
 from plait.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 
 KEY = JournalKey("r1", "", "a", 1, 0, "tool")
@@ -253,3 +256,19 @@ def test_a_process_killed_mid_migration_leaves_the_file_at_its_old_version(
         assert [i.seq for i in store.load_journal("r1").intents] == [1]
     finally:
         store.close()
+
+
+SHIPPED_MIGRATIONS = {
+    "sqlite": "28f05814ca0d33fd5666f35f37e7315f8e66ad3948be51ff72bca8aa8c073480",
+    "postgres": "2ac779fe3d0746a565b97c361d2bd38cbf8f3abc437476fda5912c49a7690361",
+}
+"""SHA-256 of every shipped migration's statements, per dialect: a database migrated by
+any earlier plait must meet exactly these again (SQLite keeps each CREATE's text)."""
+
+
+def test_the_shipped_migrations_are_never_edited_only_appended_to():
+    for dialect, pinned in SHIPPED_MIGRATIONS.items():
+        shipped = migrations(dialect)
+        text = json.dumps(shipped[: {"sqlite": 5, "postgres": 3}[dialect]])
+        assert hashlib.sha256(text.encode()).hexdigest() == pinned, dialect
+    assert len(migrations("sqlite")) == SCHEMA_VERSION

@@ -27,6 +27,8 @@ from plait.store import (
     Store,
     Write,
 )
+from plait.store.base import WorkStore
+from plait.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:  # the fixture's type only; conftest is not imported at run time
     from conftest import Backend
@@ -91,6 +93,19 @@ def random_text(rng: random.Random, n_bytes: int) -> str:
 
 def test_every_back_end_implements_the_protocol(store: Store) -> None:
     assert isinstance(store, Store)
+    assert isinstance(store, WorkStore)  # workers and gc call it without probing
+
+
+def test_a_back_end_without_notifications_says_so_and_never_fails_to_notify(store: Store) -> None:
+    assert isinstance(store, WorkStore)
+    new_run(store)
+    store.notify_runnable("r1")
+    listener = store.listen()
+    if isinstance(store, SqliteStore):
+        assert listener is None  # workers on a file poll
+    else:
+        assert listener is not None
+        listener.close()
 
 
 def test_created_run_reads_back_as_written(store: Store) -> None:

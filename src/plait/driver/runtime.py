@@ -132,9 +132,7 @@ class Runtime:
         does a run without a checkpoint."""
         check_new_run(run_id, input)
         made = await create_run(self.host, definition_of(workflow), input, run_id, None, "queued")
-        notify = getattr(self.store, "notify_runnable", None)
-        if notify is not None:
-            notify(made.run_id)
+        self.store.notify_runnable(made.run_id)
         return self.show(made.run_id)
 
     async def resume(

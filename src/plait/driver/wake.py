@@ -13,15 +13,13 @@ from plait.store.base import Store
 
 
 def set_wake(store: Store, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
-    """Record the run's wake time on stores that keep one (the earlier one wins)."""
-    set_wake = getattr(store, "set_wake", None)
-    if set_wake is not None and (replace or wake_ms is not None):
-        set_wake(run_id, wake_ms, replace=replace)
+    """Record the run's wake time (the earlier one wins unless ``replace``)."""
+    if replace or wake_ms is not None:
+        store.set_wake(run_id, wake_ms, replace=replace)
 
 
 def wake_time(store: Store, state: SchedulerState) -> int | None:
     """The earliest of a parked run's timers, ask expiries and children's wake times."""
-    wake_of = getattr(store, "wake_of", None)
     times: list[int] = []
     for entry in state.pending_asks.values():
         if "wake_ms" in entry:
@@ -29,9 +27,9 @@ def wake_time(store: Store, state: SchedulerState) -> int | None:
         ask = entry.get("ask")
         if isinstance(ask, dict) and ask.get("expires_at") is not None:
             times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
-        if "child" in entry and wake_of is not None:
+        if "child" in entry:
             key = JournalKey.from_json(entry["key"])
-            child = wake_of(child_run_id(state.run_id, key))
+            child = store.wake_of(child_run_id(state.run_id, key))
             if child is not None:
                 times.append(int(child))
     return min(times, default=None)

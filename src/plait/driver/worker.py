@@ -64,12 +64,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
 from plait.driver.defaults import lease_ttl
 from plait.driver.owner import owner_alive, this_process
 from plait.driver.runtime import Runtime
+from plait.store.base import Listener, WorkStore
 from plait.store.records import LeaseOwner
 
 if TYPE_CHECKING:
@@ -95,34 +96,6 @@ def retry_delay_s(code: str, failures: int) -> float:
     if code in SETTLED_REFUSALS:
         return math.inf
     return min(MAX_BACKOFF_S, 2.0**failures)
-
-
-class WorkStore(Protocol):
-    """What a worker needs from a store beyond ``Store`` (both back ends have it)."""
-
-    def claim_work(
-        self,
-        owner: LeaseOwner,
-        now_ms: int,
-        ttl_ms: int,
-        limit: int = 1,
-        exclude: Any = (),
-        owner_alive: Callable[[LeaseOwner], bool] = ...,
-    ) -> list[tuple[str, int]]: ...
-
-    def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None: ...
-
-    def release_lease(self, run_id: str, token: int) -> None: ...
-
-    def manifests(self, run_id: str) -> list[Any]: ...
-
-
-class Listener(Protocol):
-    def wait(self, timeout_s: float) -> bool: ...
-
-    def interrupt(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -170,10 +143,10 @@ class Worker:
         if poll_ms < 1:
             raise PlaitError("E019", f"--poll-ms must be at least 1, not {poll_ms}")
         store = runtime.store
-        if not hasattr(store, "claim_work"):
+        if not isinstance(store, WorkStore):  # a Runtime(store=...) of the caller's own
             raise PlaitError("E020", f"the store {store!r} cannot hand out work to workers")
         self.runtime = runtime
-        self.store: WorkStore = store  # type: ignore[assignment]
+        self.store: WorkStore = store
         self.concurrency = concurrency
         self.poll_s = poll_ms / 1000
         self.once = once
@@ -381,11 +354,8 @@ class Worker:
     # --- notifications ---
 
     def _listener(self) -> Listener | None:
-        listen = getattr(self.store, "listen", None)
-        if listen is None:
-            return None
         try:
-            listener: Listener = listen()
+            listener = self.store.listen()  # None: no notifications on this back end
         except PlaitError as exc:
             self._log(f"not listening for notifications ({exc}); polling")
             return None
@@ -400,10 +370,11 @@ class Worker:
                     return
                 retry_s = min(self.poll_s, _RELISTEN_S)
                 try:
-                    listener = self.store.listen()  # type: ignore[attr-defined]
+                    listener = self.store.listen()
                 except PlaitError:
                     continue  # still away (the claiming loop says so): quietly, next time
-                assert listener is not None
+                if listener is None:
+                    return  # the back end has no notifications (never after a first one)
                 self._log("listening for notifications again")
                 with self._lock:
                     self._listening = listener
@@ -435,9 +406,9 @@ def collect_garbage(runtime: Runtime, older_than_ms: int) -> dict[str, Any]:
     to reference it. Large values therefore outlive their runs until a sweep that stops
     the workers (a later command); small values live inline in journal rows and go.
     """
-    gc = getattr(runtime.store, "gc", None)
-    if gc is None:
-        raise PlaitError("E020", f"the store {runtime.store!r} cannot collect garbage")
+    store = runtime.store
+    if not isinstance(store, WorkStore):  # a Runtime(store=...) of the caller's own
+        raise PlaitError("E020", f"the store {store!r} cannot collect garbage")
     now = runtime.clock()
-    deleted: list[str] = gc(now - older_than_ms, now)
+    deleted = store.gc(now - older_than_ms, now)
     return {"deleted": len(deleted), "runs": deleted}

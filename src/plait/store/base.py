@@ -1,10 +1,13 @@
-"""The ``Store`` protocol: the one interface the driver persists through (ARCHITECTURE.md §11).
+"""The store contract: ``Store``, what the driver persists through, and ``WorkStore``, what
+workers and ``plait gc`` need on top of it (ARCHITECTURE.md §11).
 
-SQLite (``sqlite.py``) implements it now and PostgreSQL will later; both must pass the
-same conformance suite (``tests/store``). The protocol speaks only the values of
-``records.py`` and canonical JSON; no SQL, row or connection ever leaves a store. Every
-failure a user can meet is a ``PlaitError`` with its code: E016 duplicate run id, E017
-unknown run id, E010 corrupted checkpoint, E020 storage error, E021 lease lost.
+SQLite (``sqlite.py``) and PostgreSQL (``postgres.py``) implement both in full and pass
+the same conformance suite (``tests/store``); where a back end has nothing to do (SQLite
+has no notifications) its method says so and does nothing, so no caller ever probes a
+store for a method. The protocols speak only the values of ``records.py`` and canonical
+JSON; no SQL, row or connection ever leaves a store. Every failure a user can meet is a
+``PlaitError`` with its code: E016 duplicate run id, E017 unknown run id, E010 corrupted
+checkpoint, E020 storage error, E021 lease lost.
 """
 
 from __future__ import annotations
@@ -105,8 +108,95 @@ class Store(Protocol):
         """Payload bytes held for one run (nodes it wrote first included), or for all runs."""
         ...
 
+    def set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
+        """Record when the run wants driving again (a hint for ``claim_work``, no lease).
+
+        By default the earlier of the stored time and ``wake_ms`` is kept (None keeps the
+        stored one); ``replace`` stores ``wake_ms`` as given (None clears it). Where the
+        back end has notifications, listening workers are told when ``wake_ms`` is set.
+        """
+        ...
+
+    def wake_of(self, run_id: str) -> int | None:
+        """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
+        ...
+
+    def notify_runnable(self, run_id: str) -> None:
+        """Tell listening workers (``WorkStore.listen``) that ``run_id`` may be claimable
+        now; a no-op on a back end without notifications (its workers poll)."""
+        ...
+
     def close(self) -> None:
         """Release the connection; the store is unusable afterwards."""
+        ...
+
+
+class Listener(Protocol):
+    """A worker's wait for notifications (``WorkStore.listen``)."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until a notification arrives (True), ``timeout_s`` passes or ``interrupt``
+        is called (False); PLAIT-E020 when the connection is lost."""
+        ...
+
+    def interrupt(self) -> None:
+        """End the current (or next) ``wait`` at once; safe from any thread."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def never_dead(owner: LeaseOwner) -> bool:
+    """A claim that cannot tell whether a holder's process is gone takes only free,
+    released or expired leases."""
+    return True
+
+
+@runtime_checkable
+class WorkStore(Store, Protocol):
+    """What workers (``plait worker``) and ``plait gc`` need beyond ``Store``."""
+
+    def claim_work(
+        self,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        limit: int = 1,
+        exclude: Sequence[str] = (),
+        owner_alive: Callable[[LeaseOwner], bool] = never_dead,
+    ) -> list[tuple[str, int]]:
+        """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
+
+        A top-level run (children are driven by their parent's drive) whose lease is
+        free, released or expired qualifies when it is ``queued``; ``running`` with a
+        lease row (its driver died or gave up: a run being started has none yet); or
+        ``parked``/``budget_exhausted`` with ``wake_ms <= now_ms`` (an answer, an expiry,
+        a due timer, a cancel or a budget raise). So does a ``running`` one whose lease a
+        process on the claimant's host holds that ``owner_alive`` finds gone. Oldest
+        first; the leases are taken and the wake times cleared (queued, parked and
+        budget-exhausted runs marked running) in the same transaction, and concurrent
+        claimants never claim one run twice. ``exclude``: run ids not to claim.
+        """
+        ...
+
+    def listen(self) -> Listener | None:
+        """A connection of its own waiting for ``notify_runnable``/``set_wake`` (close it
+        when done), or None when the back end has no notifications (workers poll)."""
+        ...
+
+    def gc(self, before_ms: int, now_ms: int) -> list[str]:
+        """Delete finished runs last updated before ``before_ms``: their ids, sorted.
+
+        A top-level run qualifies when it is finished (completed, failed, stalled,
+        canceled, budget_exhausted), nothing wants it driven (a budget-exhausted run with
+        a wake time may go on: its budget was raised; no other finished run is driven
+        again) and no live lease is held on it; it goes with its child runs, and only when
+        every one of them qualifies too (a raised budget-exhausted child keeps the tree:
+        ``raise_budget`` gives a child its own wake time). Parked, queued and running
+        runs are never touched. Its journal, manifests, lease and run row are deleted in
+        one transaction; the content-addressed nodes stay (see
+        ``plait.driver.worker.collect_garbage``).
+        """
         ...
 
 

@@ -6,33 +6,22 @@ connection pool of its own), storing exactly the same rows (``rows.py``), payloa
 
 Theory of operation:
 
-- Every write is one transaction. ``commit`` is ONE statement (``_COMMIT``), sent in one
-  round trip and run as an implicit transaction (autocommit): it locks the run row and,
-  with a token, the lease row (``FOR UPDATE``), so the fencing token is checked in the
-  same transaction as the writes; only when it is current does it reserve the seqs the
-  batch takes (``UPDATE runs ... RETURNING``, which also applies the status write) and
-  insert the journal rows, manifests and nodes numbered from them (nodes with
-  ``ON CONFLICT DO NOTHING`` in hash order: two commits sharing nodes cannot deadlock).
-  A stale token (PLAIT-E021, naming the holder) or an unknown run (PLAIT-E017) writes
-  nothing; a key already journaled fails the statement, which writes nothing either.
+- Every write is one transaction. ``commit`` is ONE statement (``pg_commit.py``), sent
+  in one round trip: the fencing token is checked in the same transaction as the writes,
+  and a stale token (PLAIT-E021, naming the holder) or an unknown run (PLAIT-E017)
+  writes nothing; neither does a key already journaled.
 - Locks are always taken in the order run row -> lease row (``renew``/``release`` take
   only the lease row), so no two plait transactions wait on each other in a cycle.
-- ``claim_runnable`` picks runnable runs whose lease is free or expired with
+- ``claim_work`` picks runnable runs whose lease is free or expired with
   ``FOR UPDATE SKIP LOCKED`` and takes their leases in the same transaction: concurrent
   workers never claim a run twice and never wait on each other.
 - ``synchronous_commit`` is forced ``on`` for every connection whatever the ``durability``:
   a journal must not lose a committed wave when the server crashes. ``durability`` only
   changes something on SQLite; it is accepted (and validated) here for symmetry.
-- Node reads are batched: decoding fetches a missing node together with every node its
-  bytes name, level by level (one round trip per tree level, not per node).
-
-- Connections come from a small pool of its own (``_Pool``). A connection taken from it is
-  checked without a round trip: one whose socket has something to read while idle was
-  closed by the server (a restart, a terminated backend, a cut network path) and is
-  replaced on the spot by a new one. A server that is down is therefore an error at once,
-  with what connecting said ("connection refused"), not a wait for a pool to reconnect.
-  A statement is never retried: after a lost connection nobody can tell whether a commit
-  was applied, and the journal (read again by resume) is the one that knows.
+- Node reads are batched (``node_reads.NodeBatcher``): one round trip per tree level.
+- Connections come from a small pool of its own (``pg_pool.py``); a server that is down
+  is an error at once, and a statement is never retried: after a lost connection nobody
+  can tell whether a commit was applied, and the journal (read again by resume) knows.
 
 Rules: parameterized SQL only; JSON only, never pickle; every ``psycopg`` error leaves this
 module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: <what it was doing>: ...``
@@ -41,41 +30,29 @@ module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: <what it was d
 
 from __future__ import annotations
 
-import re
-import select
-import selectors
-import socket
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
-from plait.core.canonical import JSON, dumpb, dumps, loads
-from plait.core.canonical import digest as sha256_hex
+from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
-from plait.store.lease import LeaseRow, may_take_over, stale_token
+from plait.store import claims, sql
+from plait.store.base import WorkStore, never_dead, unknown_run
+from plait.store.lease import may_take_over, stale_token
+from plait.store.node_reads import NodeBatcher
+from plait.store.pg_commit import COMMIT, commit_params
+from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
+from plait.store.pg_pool import Connection, Pool, PoolError
 from plait.store.postgres_schema import migrate
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
-from plait.store.rows import (
-    JOURNAL_COLUMNS,
-    RUN_COLUMNS,
-    Row,
-    add_row,
-    key_text,
-    run_from_row,
-    run_row,
-    write_row,
-)
+from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.sql import POSTGRES
 
 DURABILITIES = ("normal", "strict")
 """Accepted for symmetry with SQLite; PostgreSQL always commits with synchronous_commit on."""
@@ -83,35 +60,16 @@ DURABILITIES = ("normal", "strict")
 CONNECT_TIMEOUT_S = 5
 """Seconds to wait for the server when the URL does not say (``connect_timeout``)."""
 
-_WATCH_LIMIT = 256
-"""Runs whose between-wave poll a store remembers (drivers polling right now)."""
 
-MAX_IDLE_S = 300.0
-"""A pooled connection unused for longer is closed rather than trusted (a NAT or firewall
-may have dropped it without telling either end)."""
-
-MAX_LIFETIME_S = 3600.0
-"""A pooled connection older than this is closed when it comes back (failover, DNS)."""
-
-_KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is forgotten
-_FETCH_BATCH = 5_000  # node hashes per ``= ANY(%s)`` query
-
-Connection = psycopg.Connection[Any]
-
-_RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _INSERT_RUN = (
-    f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({', '.join('%s' for _ in RUN_COLUMNS)})"
+    f"INSERT INTO runs ({sql.RUN_LIST}) VALUES ({', '.join('%s' for _ in RUN_COLUMNS)})"
     " ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
-)
-_SELECT_ROWS = (
-    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal"
-    " WHERE run_id = %s AND seq > %s ORDER BY seq"
 )
 _INSERT_NODES = (
     "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
 )
-_INSERT_MANIFEST = "INSERT INTO manifests (run_id, seq, payload) VALUES (%s, %s, %s)"
-_LEASE_COLUMNS = "host, pid, started_ms, token, expires_ms"
+_LEASE_COLUMNS = sql.LEASE_LIST
+_INSERT_MANIFEST = POSTGRES.q(sql.INSERT_MANIFEST)
 
 # Lock the run row, then its lease row (always in that order), without writing either.
 # The run row is locked in a CTE of its own: in one join, the lease subquery's lock would
@@ -121,140 +79,6 @@ _LOCK_LEASE = (
     f" SELECT r.run_id, {_LEASE_COLUMNS} FROM r LEFT JOIN LATERAL"
     f" (SELECT {_LEASE_COLUMNS} FROM leases WHERE leases.run_id = r.run_id FOR UPDATE) l"
     " ON true"
-)
-_INTEGER_COLUMNS = ("superstep", "clock_ms", "journal_bytes", "size")  # the rest are text
-_JOURNAL_RECORD = ", ".join(  # a journal row as ``_commit_params`` sends it
-    ["pos bigint"]
-    + [f"{c} {'bigint' if c in _INTEGER_COLUMNS else 'text'}" for c in JOURNAL_COLUMNS]
-)
-_JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
-# A whole commit in one statement, so one round trip and one implicit transaction
-# (autocommit): lock the run row, then (with a token) its lease row; if the token is the
-# lease's current one (or none was given), reserve the seqs the batch takes and apply the
-# status write (one UPDATE of the run row: a statement may not update a row twice); then
-# insert the journal rows, manifests and nodes (in hash order: two commits sharing nodes
-# cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
-# reserved. The answer says whether the run exists, the base (NULL: the token was not
-# current) and the lease as it was found, for PLAIT-E017/E021 without another query.
-# The rows travel as JSON (``_commit_params``) and the scalars as text, typed by the casts
-# here, so the parameter types never depend on the write mix and the statement psycopg
-# prepares serves every commit (one more with node bytes, a binary bytea[]).
-_COMMIT = (
-    "WITH run AS MATERIALIZED ("
-    "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
-    " lease AS MATERIALIZED ("
-    f"  SELECT {_LEASE_COLUMNS} FROM run CROSS JOIN LATERAL (SELECT {_LEASE_COLUMNS}"
-    "   FROM leases WHERE leases.run_id = run.run_id AND %(token)s::bigint IS NOT NULL"
-    "   FOR UPDATE) l),"
-    " reserved AS ("
-    "  UPDATE runs SET last_seq = last_seq + %(n)s::bigint,"
-    "   status = COALESCE(%(status)s::text, status),"
-    "   outcome = CASE WHEN %(status)s::text IS NULL THEN outcome ELSE %(outcome)s::text END,"
-    "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms)"
-    "  WHERE run_id = %(run_id)s AND (%(token)s::bigint IS NULL OR EXISTS (SELECT 1 FROM lease"
-    "   WHERE lease.token = %(token)s::bigint AND lease.host IS NOT NULL))"
-    "  RETURNING last_seq - %(n)s::bigint AS base),"
-    " journal_rows AS ("
-    f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
-    f"  SELECT %(run_id)s, reserved.base + w.pos, {', '.join('w.' + c for c in JOURNAL_COLUMNS)}"
-    f"  FROM reserved CROSS JOIN json_to_recordset(%(journal)s::json) AS w ({_JOURNAL_RECORD})),"
-    " manifest_rows AS ("
-    "  INSERT INTO manifests (run_id, seq, payload)"
-    "  SELECT %(run_id)s, reserved.base + m.pos, m.payload FROM reserved"
-    "  CROSS JOIN json_to_recordset(%(manifests)s::json) AS m (pos bigint, payload text)),"
-    " node_rows AS ("
-    "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
-    "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
-    "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING)"
-    " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
-    # The last record of the kinds a driver polls for between waves (records_after), as
-    # of this statement: the poll after the commit needs no round trip of its own.
-    "  (SELECT max(seq) FROM journal WHERE run_id = %(run_id)s AND item = 'record'"
-    "   AND record_kind = ANY(%(watched)s::text[])),"
-    f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
-    " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
-)
-_UPSERT_LEASE = (
-    "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
-    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET"
-    " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
-    " token = excluded.token, expires_ms = excluded.expires_ms"
-)
-# Runnable runs whose lease is free or expired, oldest first; rows another transaction
-# holds (a commit, another claimant) are skipped, not waited for.
-_CLAIMABLE = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status = ANY(%s) AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %s)"
-    " ORDER BY r.created_ms, r.row_order LIMIT %s FOR UPDATE OF r SKIP LOCKED"
-)
-NOTIFY_CHANNEL = "plait_runs"
-"""The channel workers LISTEN on: a run was enqueued, answered or is otherwise due."""
-
-FINISHED = ("completed", "failed", "stalled", "canceled", "budget_exhausted")
-"""Statuses ``gc`` may delete (never queued, running or parked)."""
-
-# What a worker should drive now (``claim_work``): top-level runs with a free, released or
-# expired lease that are queued, running with a lease row (their driver is gone), or
-# parked/budget-exhausted with a wake time that has come. The status list matches the
-# ``runs_unfinished`` partial index.
-_CLAIM_WORK = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status IN ('queued', 'running', 'parked', 'budget_exhausted')"
-    " AND r.parent_run_id IS NULL AND r.run_id <> ALL(%(exclude)s)"
-    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
-    " AND (r.status = 'queued' OR (r.status = 'running' AND l.run_id IS NOT NULL)"
-    "      OR r.wake_ms <= %(now)s)"
-    " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
-)
-# Running top-level runs whose unexpired lease a process on the claimant's host holds: a
-# claimant that can tell that process is gone (ARCHITECTURE.md §5.7) takes them at once,
-# as ``plait resume`` does, instead of waiting for the lease to lapse.
-# Read without a lock: most are live (this host's own drives), and locking them would make
-# another claimant's SKIP LOCKED pass over them meanwhile (a `--once` worker would find
-# nothing to do). Only those whose holder is gone are locked (_LOCK_ORPHANS) and taken.
-_CLAIM_ORPHANS = (
-    "SELECT r.run_id, l.host, l.pid, l.started_ms FROM runs r JOIN leases l"
-    " ON l.run_id = r.run_id WHERE r.status = 'running' AND r.parent_run_id IS NULL"
-    " AND r.run_id <> ALL(%(exclude)s) AND l.host = %(host)s AND l.expires_ms > %(now)s"
-    " ORDER BY r.created_ms, r.row_order"
-)
-_LOCK_ORPHANS = (
-    "SELECT run_id FROM runs WHERE run_id = ANY(%s) AND status = 'running'"
-    " ORDER BY created_ms, row_order FOR UPDATE SKIP LOCKED"
-)
-# A claimed run's wake time is consumed; a queued, parked or budget-exhausted one is
-# running from now on: a worker that dies, or whose drive is refused (PLAIT-E010, a run
-# started from Python), before the drive settles what was due leaves a running run whose
-# lease lapses or was given up, which the next claim takes over. Left budget-exhausted
-# without its wake time, a raised run would be claimed by nobody and deleted by gc. A
-# budget-exhausted run keeps its last update: a drive that finds nothing raised (a cancel
-# or message woke it) gives it back its status as it was (``Runtime.resume``).
-_CLAIMED = (
-    "UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
-    " ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
-    " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %s ELSE updated_ms END"
-    " WHERE run_id = ANY(%s)"
-)
-# Finished top-level runs old enough for gc, with nothing due and no live lease. Of the
-# finished statuses only budget_exhausted is ever driven again (once raised): a wake time
-# on any other (a cancel, message or answer journaled as or after the run finished) wants
-# nothing, and must not keep the run forever.
-_GC_ROOTS = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.parent_run_id IS NULL AND r.status = ANY(%(finished)s)"
-    " AND r.updated_ms < %(before)s AND (r.wake_ms IS NULL OR r.status <> 'budget_exhausted')"
-    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
-    " ORDER BY r.run_id FOR UPDATE OF r SKIP LOCKED"
-)
-# Every run of those trees (children name their parent), and whether gc may delete it.
-_GC_TREE = (
-    "WITH RECURSIVE tree (run_id, root) AS ("
-    "  SELECT id, id FROM unnest(%(roots)s::text[]) AS roots (id)"
-    "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
-    " SELECT t.run_id, t.root, c.status IN ('completed', 'failed', 'stalled', 'canceled',"
-    "  'budget_exhausted') AND (c.wake_ms IS NULL OR c.status <> 'budget_exhausted')"
-    "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
-    " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
 )
 _STORED_BYTES = (
     "SELECT (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM journal{w})"
@@ -267,15 +91,6 @@ _STORED_BYTES_RUN = _STORED_BYTES.format(w=" WHERE run_id = %(run_id)s")
 _COMMIT_UNKNOWN = (
     "the commit may or may not have been applied: resume the run once the server is back"
 )
-
-_NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a node
-_ROOT_NAME = re.compile(r'"([0-9a-f]{64})"')
-
-
-def _never_dead(owner: LeaseOwner) -> bool:
-    """A claim that cannot tell whether a holder's process is gone takes only free,
-    released or expired leases."""
-    return True
 
 
 class PostgresStore:
@@ -303,8 +118,7 @@ class PostgresStore:
         if pool_size < 1:
             raise PlaitError("E020", f"pool_size must be at least 1, not {pool_size}")
         self.durability = durability
-        self._known: set[str] = set()
-        self._memo = HashMemo()
+        self._nodes = sql.KnownNodes()
         # records_after between waves: the kinds each run's driver polls for, and what the
         # run's last commit found of them (kinds, last seq or None); see records_after.
         self._watched: dict[str, tuple[str, ...]] = {}
@@ -331,7 +145,7 @@ class PostgresStore:
                 raise self._storage_error(exc, "cannot migrate the schema") from exc
             raise
         self._url, self._kwargs = url, kwargs
-        self._pool = _Pool(self._connect, pool_size, timeout)
+        self._pool = Pool(self._connect, pool_size, timeout)
         self._pool.adopt(conn)  # the first connection serves on
 
     def __repr__(self) -> str:
@@ -341,7 +155,7 @@ class PostgresStore:
 
     def create_run(self, info: RunInfo, manifest: JSON) -> None:
         nodes: dict[str, bytes] = {}
-        payload = self._encoder(nodes)(manifest)
+        payload = self._nodes.encoder(nodes)(manifest)
         what = f"creating run '{info.run_id}'"
         with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
             if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
@@ -349,42 +163,19 @@ class PostgresStore:
             conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
             self._insert_nodes(conn, info.run_id, nodes)
             pipe.sync()
-        self._remember(nodes)
+        self._nodes.remember(nodes)
 
     def get_run(self, run_id: str) -> RunInfo:
         with self._connection(f"reading run '{run_id}'") as conn:
-            row = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = %s", (run_id,)
-            ).fetchone()
-        if row is None:
-            raise unknown_run(run_id)
-        return run_from_row(row)
+            return sql.get_run(conn, POSTGRES, run_id)
 
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
-        order = " ORDER BY created_ms DESC, row_order DESC"
         with self._connection("listing runs") as conn:
-            if status is None:
-                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{order}").fetchall()
-            else:
-                rows = conn.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = %s{order}", (status,)
-                ).fetchall()
-        return [run_from_row(row) for row in rows]
+            return sql.list_runs(conn, POSTGRES, status)
 
     def manifests(self, run_id: str) -> list[JSON]:
         with self._connection(f"reading the manifest of run '{run_id}'") as conn:
-            rows = conn.execute(
-                "SELECT payload FROM manifests WHERE run_id = %s ORDER BY seq", (run_id,)
-            ).fetchall()
-            if not rows:
-                self._require_run(conn, run_id)
-            payloads = [row[0] for row in rows]
-            reader = _NodeReader(conn)
-            reader.prefetch(payloads)
-            try:
-                return [reader.decode(payload) for payload in payloads]
-            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-                raise PlaitError("E010", f"manifest of run '{run_id}' is corrupted: {exc}") from exc
+            return sql.manifests(conn, POSTGRES, run_id, NodeBatcher(conn))
 
     # --- leases ---
 
@@ -401,11 +192,8 @@ class PostgresStore:
             row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
             if row is None:
                 raise unknown_run(run_id)
-            token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, owner_alive)
-            conn.execute(
-                _UPSERT_LEASE,
-                (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-            )
+            token = may_take_over(run_id, sql.lease_from(row[1:]), owner, now_ms, owner_alive)
+            sql.upsert_lease(conn, POSTGRES, run_id, owner, token, now_ms + ttl_ms)
             return token
 
     def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
@@ -416,18 +204,11 @@ class PostgresStore:
                 (now_ms + ttl_ms, run_id, token),
             ).fetchone()
             if renewed is None:
-                row = conn.execute(
-                    f"SELECT {_LEASE_COLUMNS} FROM leases WHERE run_id = %s", (run_id,)
-                ).fetchone()
-                raise stale_token(run_id, token, None if row is None else _lease_row(row))
+                raise stale_token(run_id, token, sql.lease_row(conn, POSTGRES, run_id))
 
     def release_lease(self, run_id: str, token: int) -> None:
         with self._connection(f"releasing the lease of run '{run_id}'") as conn:
-            conn.execute(
-                "UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
-                " WHERE run_id = %s AND token = %s AND host IS NOT NULL",
-                (run_id, token),
-            )
+            sql.release_lease(conn, POSTGRES, run_id, token)
 
     def claim_runnable(
         self,
@@ -462,10 +243,12 @@ class PostgresStore:
         with self._connection("claiming runs") as conn, conn.transaction():
             run_ids = [
                 row[0]
-                for row in conn.execute(_CLAIMABLE, (list(statuses), now_ms, limit)).fetchall()
+                for row in conn.execute(
+                    claims.PG_CLAIMABLE, (list(statuses), now_ms, limit)
+                ).fetchall()
             ]
             for run_id in run_ids:
-                token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, _never_dead)
+                token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, never_dead)
                 if token is not None:
                     claimed.append((run_id, token))
         return claimed
@@ -479,25 +262,15 @@ class PostgresStore:
         ttl_ms: int,
         limit: int = 1,
         exclude: Sequence[str] = (),
-        owner_alive: Callable[[LeaseOwner], bool] = _never_dead,
+        owner_alive: Callable[[LeaseOwner], bool] = never_dead,
     ) -> list[tuple[str, int]]:
-        """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
-
-        A top-level run (children are driven by their parent's drive) whose lease is
-        free, released or expired qualifies when it is ``queued``; ``running`` with a
-        lease row (its driver died or gave up: a run being started has none yet); or
-        ``parked``/``budget_exhausted`` with ``wake_ms <= now_ms`` (an answer, an expiry,
-        a due timer, a cancel or a budget raise). So does a ``running`` one whose lease a
-        process on the claimant's host holds that ``owner_alive`` finds gone. Oldest
-        first, skipping rows another transaction holds (``FOR UPDATE SKIP LOCKED``); the
-        leases are taken and the wake times cleared (queued and parked runs marked
-        running) in the same transaction. ``exclude``: run ids not to claim.
-        """
+        """``WorkStore.claim_work``: oldest first, skipping rows another transaction holds
+        (``FOR UPDATE SKIP LOCKED``), so concurrent workers never wait on each other."""
         if limit < 1:
             return []
         claimed: list[tuple[str, int]] = []
         with self._connection("claiming runs") as conn, conn.transaction():
-            for orphans in (False, True) if owner_alive is not _never_dead else (False,):
+            for orphans in (False, True) if owner_alive is not never_dead else (False,):
                 if len(claimed) == limit:
                     break
                 params = {
@@ -507,14 +280,18 @@ class PostgresStore:
                     "host": owner.host,
                 }
                 if orphans:
-                    rows = conn.execute(_CLAIM_ORPHANS, params).fetchall()
+                    rows = conn.execute(claims.PG_CLAIM_ORPHANS, params).fetchall()
                     gone = [r[0] for r in rows if not owner_alive(LeaseOwner(r[1], r[2], r[3]))]
                     run_ids = (
-                        [row[0] for row in conn.execute(_LOCK_ORPHANS, (gone,))] if gone else []
+                        [row[0] for row in conn.execute(claims.PG_LOCK_ORPHANS, (gone,))]
+                        if gone
+                        else []
                     )
                 else:
-                    run_ids = [row[0] for row in conn.execute(_CLAIM_WORK, params).fetchall()]
-                alive = owner_alive if orphans else _never_dead
+                    run_ids = [
+                        row[0] for row in conn.execute(claims.PG_CLAIM_WORK, params).fetchall()
+                    ]
+                alive = owner_alive if orphans else never_dead
                 for run_id in run_ids:
                     if len(claimed) == limit:
                         break
@@ -522,35 +299,19 @@ class PostgresStore:
                     if token is not None:
                         claimed.append((run_id, token))
             if claimed:
-                conn.execute(_CLAIMED, (now_ms, [run_id for run_id, _ in claimed]))
+                conn.execute(claims.PG_CLAIMED, (now_ms, [run_id for run_id, _ in claimed]))
         return claimed
 
     def set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
-        """Record when the run wants driving again; workers are notified.
-
-        By default the earlier of the stored time and ``wake_ms`` is kept (None keeps the
-        stored one); ``replace`` stores ``wake_ms`` as given (None clears it). A wake time
-        is a hint for ``claim_work``, never a journal write: it takes no lease.
-        """
+        """``Store.set_wake``; listening workers are notified when ``wake_ms`` is set."""
         with self._connection(f"waking run '{run_id}'") as conn, conn.transaction():
-            if replace:
-                conn.execute("UPDATE runs SET wake_ms = %s WHERE run_id = %s", (wake_ms, run_id))
-            elif wake_ms is not None:
-                conn.execute(
-                    "UPDATE runs SET wake_ms = %s WHERE run_id = %s"
-                    " AND (wake_ms IS NULL OR wake_ms > %s)",
-                    (wake_ms, run_id, wake_ms),
-                )
+            sql.set_wake(conn, POSTGRES, run_id, wake_ms, replace)
             if wake_ms is not None:  # delivered when the transaction commits
                 conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, run_id))
 
     def wake_of(self, run_id: str) -> int | None:
-        """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
         with self._connection(f"reading the wake time of run '{run_id}'") as conn:
-            row = conn.execute("SELECT wake_ms FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-        if row is None:
-            raise unknown_run(run_id)
-        return None if row[0] is None else int(row[0])
+            return sql.wake_of(conn, POSTGRES, run_id)
 
     def notify_runnable(self, run_id: str) -> None:
         """Tell listening workers (``listen``) that ``run_id`` may be claimable now."""
@@ -563,32 +324,22 @@ class PostgresStore:
             conn = psycopg.connect(self._url, **self._kwargs)
         except psycopg.Error as exc:
             raise self._storage_error(exc, "cannot listen") from exc
-        return PostgresListener(conn, self)
+        return PostgresListener(conn, self._storage_error)
 
     def gc(self, before_ms: int, now_ms: int) -> list[str]:
-        """Delete finished runs last updated before ``before_ms``: their ids, sorted.
-
-        A top-level run qualifies when it is finished (completed, failed, stalled,
-        canceled, budget_exhausted), nothing wants it driven (a budget-exhausted run with
-        a wake time may go on: its budget was raised; no other finished run is driven
-        again) and no live lease is held on it; it goes with its child runs, and only when
-        every one of them qualifies too (a raised budget-exhausted child keeps the tree:
-        ``raise_budget`` gives a child its own wake time). Parked, queued and running
-        runs are never touched. Its
-        journal, manifests, lease and run row are deleted in one transaction; the
-        content-addressed nodes stay (see ``plait.driver.worker.collect_garbage``).
-        """
+        """``WorkStore.gc``, skipping runs another transaction holds (``SKIP LOCKED``)."""
         with self._connection("collecting garbage") as conn, conn.transaction():
             roots = [
                 row[0]
                 for row in conn.execute(
-                    _GC_ROOTS, {"finished": list(FINISHED), "before": before_ms, "now": now_ms}
+                    claims.PG_GC_ROOTS,
+                    {"finished": list(sql.FINISHED), "before": before_ms, "now": now_ms},
                 ).fetchall()
             ]
             if not roots:
                 return []
-            tree = conn.execute(_GC_TREE, {"roots": roots, "now": now_ms}).fetchall()
-            doomed = _gc_selection(roots, tree)
+            tree = conn.execute(claims.PG_GC_TREE, {"roots": roots, "now": now_ms}).fetchall()
+            doomed = sql.gc_selection(tree)
             if doomed:
                 for table in ("journal", "manifests", "leases", "runs"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
@@ -597,18 +348,18 @@ class PostgresStore:
     # --- the journal ---
 
     def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
-        """The batch in one statement (``_COMMIT``): one round trip, one transaction."""
+        """The batch in one statement (``pg_commit.COMMIT``): one round trip, one transaction."""
         nodes: dict[str, bytes] = {}
-        encode = self._encoder(nodes)
+        encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, ())
-        params = _commit_params(run_id, token, ops, nodes)
+        params = commit_params(run_id, token, ops, nodes)
         params["watched"] = list(watched)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
-                row = conn.execute(_COMMIT, params).fetchone()
+                row = conn.execute(COMMIT, params).fetchone()
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
@@ -621,8 +372,8 @@ class PostgresStore:
             raise unknown_run(run_id)
         if row[1] is None:  # the token was not current: nothing was written
             assert token is not None
-            raise stale_token(run_id, token, _lease_row(row[3:]))
-        self._remember(nodes)
+            raise stale_token(run_id, token, sql.lease_from(row[3:]))
+        self._nodes.remember(nodes)
         # The statement does not see its own rows: a batch holding a watched record
         # leaves the next poll to read the journal.
         if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
@@ -630,18 +381,7 @@ class PostgresStore:
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._connection(f"reading the journal of run '{run_id}'") as conn:
-            rows = conn.execute(_SELECT_ROWS, (run_id, after_seq)).fetchall()
-            if not rows:
-                self._require_run(conn, run_id)
-            journal = Journal(run_id)
-            reader = _NodeReader(conn)
-            reader.prefetch(row[-1] for row in rows if row[1] != "checkpoint")
-            try:
-                for row in rows:
-                    add_row(journal, row[0], row[1:], reader.decode)
-            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-                raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
-        return journal
+            return sql.load_journal(conn, POSTGRES, run_id, after_seq, NodeBatcher(conn))
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
         by_text = {key_text(key): key for key in keys}
@@ -666,7 +406,7 @@ class PostgresStore:
         watch = tuple(kinds)
         seen = self._seen_at_commit.pop(run_id, None)
         if self._watched.get(run_id) != watch:
-            if len(self._watched) >= _WATCH_LIMIT:
+            if len(self._watched) >= sql.WATCH_LIMIT:
                 self._watched.clear()  # runs no longer driven here: nothing is held per run
                 self._seen_at_commit.clear()
             self._watched[run_id] = watch
@@ -678,40 +418,16 @@ class PostgresStore:
                 " AND item = 'record' AND record_kind = ANY(%s) ORDER BY seq",
                 (run_id, after_seq, list(kinds)),
             ).fetchall()
-            reader = _NodeReader(conn)
+            reader = NodeBatcher(conn)
             return [Record(seq, kind, reader.decode(payload)) for seq, kind, payload in rows]
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
-            row = conn.execute(
-                "SELECT sha256, size, payload FROM journal"
-                " WHERE run_id = %s AND seq = %s AND item = 'checkpoint'",
-                (run_id, seq),
-            ).fetchone()
-            if row is None:
-                self._require_run(conn, run_id)
-                raise PlaitError("E010", f"run '{run_id}' has no checkpoint at seq {seq}")
-            sha, size, payload = row
-            reader = _NodeReader(conn)
-            try:
-                reader.prefetch([payload])
-                data = dumpb(reader.decode(payload))
-            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-                raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
-        if len(data) != size or sha256_hex(data) != sha:
-            raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
-        return data
+            return sql.read_checkpoint(conn, POSTGRES, run_id, seq, NodeBatcher(conn))
 
     def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
         with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
-            row = conn.execute(
-                "SELECT seq, superstep, sha256, size FROM journal"
-                " WHERE run_id = %s AND item = 'checkpoint' ORDER BY seq DESC LIMIT 1",
-                (run_id,),
-            ).fetchone()
-            if row is None:
-                self._require_run(conn, run_id)
-        return None if row is None else CheckpointMeta(*row)
+            return sql.latest_checkpoint(conn, POSTGRES, run_id)
 
     def stored_bytes(self, run_id: str | None = None) -> int:
         with self._connection("measuring stored bytes") as conn:
@@ -726,25 +442,11 @@ class PostgresStore:
 
     # --- internals ---
 
-    def _encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
-        """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
-        return collecting_encoder(nodes, self._known, self._memo)
-
     def _insert_nodes(self, conn: Connection, run_id: str, nodes: dict[str, bytes]) -> None:
         if nodes:  # in hash order: two transactions storing the same nodes never deadlock
             conn.cursor().executemany(
                 _INSERT_NODES, [(digest, nodes[digest], run_id) for digest in sorted(nodes)]
             )
-
-    def _remember(self, nodes: dict[str, bytes]) -> None:
-        """Only after a commit succeeded: these nodes are stored, never cut again."""
-        if len(self._known) + len(nodes) > _KNOWN_LIMIT:
-            self._known.clear()
-        self._known.update(nodes)
-
-    def _require_run(self, conn: Connection, run_id: str) -> None:
-        if conn.execute("SELECT 1 FROM runs WHERE run_id = %s", (run_id,)).fetchone() is None:
-            raise unknown_run(run_id)
 
     def _duplicate(self, run_id: str, ops: list[Row], exc: PlaitError) -> PlaitError:
         """The E020 naming the first intent or result of ``ops`` whose key is taken."""
@@ -758,12 +460,7 @@ class PostgresStore:
         seen = {(item, key) for item, key in stored}
         for item, key in keyed:
             if (item, key) in seen:
-                article = "an" if item == "intent" else "a"
-                return PlaitError(
-                    "E020",
-                    f"storage error on {self.where}: run '{run_id}' already has {article}"
-                    f" {item} for journal key {key}",
-                )
+                return sql.duplicate_key(self.where, run_id, item, key)
             seen.add((item, key))
         return exc
 
@@ -806,7 +503,7 @@ class PostgresStore:
         try:
             conn = self._pool.get()
         except psycopg.Error as exc:
-            reason = "" if isinstance(exc, _PoolError) else "cannot connect"
+            reason = "" if isinstance(exc, PoolError) else "cannot connect"
             context = ": ".join(part for part in (what, reason) if part)
             raise self._storage_error(exc, context) from exc
         try:
@@ -815,302 +512,6 @@ class PostgresStore:
             raise self._storage_error(exc, what, conn, if_lost) from exc
         finally:
             self._pool.put(conn)
-
-
-class _PoolError(psycopg.OperationalError):
-    """The pool has no connection to give: it is closed, or all stayed busy."""
-
-
-class _Pool:
-    """Up to ``size`` connections shared by threads, opened when needed.
-
-    ``get`` hands out the most recently returned idle connection that still looks alive
-    (checked without a round trip, see ``_alive``), closing the ones that do not, and
-    opens a new one (``connect``) when none is left and fewer than ``size`` exist; when
-    ``size`` are checked out it waits up to ``timeout`` seconds for one to come back.
-    Connecting happens in the calling thread: its error is the caller's error. ``put``
-    keeps a connection only if it is idle, unbroken and not too old.
-    """
-
-    def __init__(self, connect: Callable[[], Connection], size: int, timeout: float) -> None:
-        self._connect = connect
-        self._size = size
-        self._timeout = timeout
-        self._idle: list[tuple[Connection, float, float]] = []  # (conn, opened, last used)
-        self._opened: dict[int, float] = {}  # id(conn) -> when it was opened
-        self._count = 0  # connections that exist or are being opened
-        self._closed = False
-        self._cond = threading.Condition()
-
-    def get(self) -> Connection:
-        dead: list[Connection] = []
-        try:
-            with self._cond:
-                conn = self._take(dead)
-        finally:
-            for gone in dead:  # the server closed them: closing cannot block on it
-                _discard(gone)
-        if conn is not None:
-            return conn
-        try:
-            conn = self._connect()
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-        with self._cond:
-            self._opened[id(conn)] = time.monotonic()
-        return conn
-
-    def _take(self, dead: list[Connection]) -> Connection | None:
-        """An idle live connection, or None with a slot reserved for a new one (locked)."""
-        deadline: float | None = None
-        while True:
-            if self._closed:
-                raise _PoolError("the store is closed")
-            while self._idle:
-                conn, _, used = self._idle.pop()
-                if _alive(conn, used):
-                    return conn
-                self._count -= 1
-                self._opened.pop(id(conn), None)
-                dead.append(conn)
-            if self._count < self._size:
-                self._count += 1
-                return None
-            now = time.monotonic()
-            deadline = now + self._timeout if deadline is None else deadline
-            if now >= deadline or not self._cond.wait(deadline - now):
-                if self._idle or self._count < self._size:
-                    continue
-                raise _PoolError(
-                    f"all {self._size} connections stayed busy for {self._timeout:g} s"
-                )
-
-    def adopt(self, conn: Connection) -> None:
-        """Pool a connection opened elsewhere (counted against ``size``; it must fit)."""
-        with self._cond:
-            assert self._count < self._size
-            self._count += 1
-            self._opened[id(conn)] = time.monotonic()
-        self.put(conn)
-
-    def put(self, conn: Connection) -> None:
-        """Take a connection back (every ``get`` is paired with one ``put``)."""
-        now = time.monotonic()
-        with self._cond:
-            opened = self._opened.get(id(conn), now)
-            keep = (
-                not self._closed
-                and not conn.closed
-                and not conn.broken
-                and conn.info.transaction_status == pq.TransactionStatus.IDLE
-                and now - opened < MAX_LIFETIME_S
-            )
-            if keep:
-                self._opened[id(conn)] = opened
-                self._idle.append((conn, opened, now))
-            else:
-                self._opened.pop(id(conn), None)
-                self._count -= 1
-            self._cond.notify()
-        if not keep:
-            _discard(conn)
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            self._count -= len(idle)
-            for conn, _, _ in idle:
-                self._opened.pop(id(conn), None)
-            self._cond.notify_all()
-        for conn, _, _ in idle:
-            _discard(conn)
-
-
-def _alive(conn: Connection, used: float) -> bool:
-    """Whether an idle pooled connection may be used, without a round trip.
-
-    An idle connection has nothing to read: when its socket is readable (or hung up) the
-    server has closed it, or told it why it is about to (a restart, an idle timeout, a
-    terminated backend, a proxy that went away). One unused for MAX_IDLE_S is not trusted.
-    """
-    if conn.closed or conn.broken or time.monotonic() - used > MAX_IDLE_S:
-        return False
-    try:
-        fd = conn.pgconn.socket
-        if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(fd, select.POLLIN | select.POLLPRI)
-            return not poller.poll(0)
-        readable, _, _ = select.select([fd], [], [], 0)
-        return not readable
-    except (OSError, ValueError, psycopg.Error):
-        return False
-
-
-def _discard(conn: Connection) -> None:
-    with suppress(Exception):
-        conn.close()
-
-
-class _NodeReader:
-    """Node bytes for ``decode``, fetched in batches: one round trip per tree level.
-
-    Nodes name their children by hash, so fetching one node also fetches every node its
-    bytes name, level after level. A 64-hex string in user data that happens to name a
-    node costs a read, never a wrong value: ``decode`` interprets, this only prefetches,
-    and every node's bytes are checked against their hash when ``decode`` asks for them.
-    """
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-        self._bytes: dict[str, bytes] = {}
-        self._absent: set[str] = set()
-        self._parsed: dict[str, JSON] = {}
-
-    def prefetch(self, payloads: Iterable[str]) -> None:
-        """Fetch every node the encoded payloads need, and the nodes those need."""
-        self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)})
-
-    def decode(self, payload: str) -> JSON:
-        return decode(loads(payload), self._node, cache=self._parsed)
-
-    def _node(self, digest: str) -> bytes:
-        data = self._bytes.get(digest)
-        if data is None and digest not in self._absent:
-            self._fetch({digest})
-            data = self._bytes.get(digest)
-        if data is None:
-            raise ChunkError(f"node {digest} is missing")
-        if sha256_hex(data) != digest:
-            raise ChunkError(f"sha256 mismatch in node {digest}")
-        return data
-
-    def _fetch(self, wanted: set[str]) -> None:
-        wanted -= self._bytes.keys() | self._absent
-        while wanted:
-            batch = sorted(wanted)
-            found: dict[str, bytes] = {}
-            for start in range(0, len(batch), _FETCH_BATCH):
-                rows = self._conn.execute(
-                    "SELECT hash, data FROM nodes WHERE hash = ANY(%s)",
-                    (batch[start : start + _FETCH_BATCH],),
-                ).fetchall()
-                found.update((name, bytes(data)) for name, data in rows)
-            self._bytes.update(found)
-            self._absent |= wanted - found.keys()
-            wanted = {
-                name.decode("ascii") for data in found.values() for name in _NODE_NAME.findall(data)
-            }
-            wanted -= self._bytes.keys() | self._absent
-
-
-class PostgresListener:
-    """A dedicated connection that LISTENs on NOTIFY_CHANNEL for ``PostgresStore.listen``.
-
-    ``wait`` blocks on the connection's socket and on a wake-up socket together, so
-    ``interrupt`` (from another thread) ends a wait at once: a worker that stops does not
-    wait for the rest of a listening slice.
-    """
-
-    def __init__(self, conn: Connection, store: PostgresStore) -> None:
-        self._conn = conn
-        self._store = store
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        try:
-            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            # One that came with LISTEN's answer was read already: the socket will not say.
-            self._pending = any(True for _ in conn.notifies(timeout=0.0))
-            self._selector.register(conn.fileno(), selectors.EVENT_READ, "db")
-            self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
-        except psycopg.Error as exc:
-            self.close()
-            raise store._storage_error(exc, "cannot listen") from exc
-
-    def wait(self, timeout_s: float) -> bool:
-        """Block until a notification arrives (True), ``timeout_s`` passes or ``interrupt``
-        is called (False). Notifications that queued up meanwhile are drained too, so one
-        burst of enqueues wakes a worker once. A lost connection is PLAIT-E020.
-        """
-        if self._pending:
-            self._pending = False
-            return True
-        try:
-            ready = {key.data for key, _ in self._selector.select(max(timeout_s, 0.0))}
-            if "wake" in ready:
-                with suppress(OSError):
-                    while self._wake_r.recv(64):
-                        pass
-                return False
-            if "db" not in ready:
-                return False
-            # Readable: notifications, or the server hanging up (which raises here).
-            return any(True for _ in self._conn.notifies(timeout=0.0))
-        except psycopg.Error as exc:
-            raise self._store._storage_error(exc, "listening") from exc
-
-    def interrupt(self) -> None:
-        """End the current (or next) ``wait`` at once; safe from any thread."""
-        with suppress(OSError):
-            self._wake_w.send(b"!")
-
-    def close(self) -> None:
-        with suppress(Exception):
-            self._selector.close()
-        for sock in (self._wake_r, self._wake_w):
-            sock.close()
-        self._conn.close()
-
-
-def _commit_params(
-    run_id: str, token: int | None, ops: Sequence[Row], nodes: dict[str, bytes]
-) -> dict[str, Any]:
-    """The parameters of ``_COMMIT`` for the rows ``write_row`` made, in write order.
-
-    Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
-    1, 2, ... added to the reserved base); status writes take none, and the last one is
-    the one that counts (each sets the whole status, outcome and update time). Journal
-    rows and manifests go as one JSON array each (``json_to_recordset``), integers as
-    text and node bytes as a binary array, so the parameters' types do not depend on
-    the write mix and one prepared statement serves every commit.
-    """
-    journal: list[dict[str, Any]] = []
-    manifests: list[dict[str, Any]] = []
-    status: Row = (None, None, None)
-    taken = 0
-    for op in ops:
-        if op[0] == "status":
-            status = op[1:]
-            continue
-        taken += 1
-        if op[0] == "manifest":
-            manifests.append({"pos": taken, "payload": op[1]})
-        else:
-            journal.append(dict(zip(_JOURNAL_KEYS, (taken, *op), strict=True)))
-    hashes = sorted(nodes)
-    return {
-        "run_id": run_id,
-        "token": None if token is None else str(token),
-        "n": str(taken),
-        "status": status[0],
-        "outcome": status[1],
-        "updated_ms": None if status[2] is None else str(status[2]),
-        "journal": dumps(journal),
-        "manifests": dumps(manifests),
-        "hash": hashes,
-        "data": [nodes[digest] for digest in hashes],
-    }
-
-
-def _gc_selection(roots: Sequence[str], tree: Sequence[Sequence[Any]]) -> list[str]:
-    """The runs of ``tree`` (run_id, root, deletable) whose whole tree is deletable."""
-    blocked = {root for _, root, deletable in tree if not deletable}
-    return sorted({run_id for run_id, root, _ in tree if root not in blocked})
 
 
 def _configure(conn: Connection) -> None:
@@ -1132,22 +533,11 @@ def _take_lease(
     if row is None:
         return None
     try:
-        token = may_take_over(run_id, _lease_row(row[1:]), owner, now_ms, owner_alive)
+        token = may_take_over(run_id, sql.lease_from(row[1:]), owner, now_ms, owner_alive)
     except PlaitError:
         return None
-    conn.execute(
-        _UPSERT_LEASE, (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms)
-    )
+    sql.upsert_lease(conn, POSTGRES, run_id, owner, token, now_ms + ttl_ms)
     return token
-
-
-def _lease_row(values: Sequence[Any]) -> LeaseRow | None:
-    """(host, pid, started_ms, token, expires_ms) -> LeaseRow; None when no lease row."""
-    host, pid, started_ms, token, expires_ms = values
-    if token is None:
-        return None
-    holder = None if host is None else LeaseOwner(host, pid, started_ms)
-    return LeaseRow(holder, token, expires_ms)
 
 
 def _describe(url: str) -> tuple[str, str]:
@@ -1171,3 +561,6 @@ def _describe(url: str) -> tuple[str, str]:
         except ValueError:
             port = ""
     return f"postgresql://{host}{':' + port if port else ''}/{db}", secret
+
+
+_CONFORMS: type[WorkStore] = PostgresStore  # mypy checks the whole contract here

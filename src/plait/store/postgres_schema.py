@@ -1,18 +1,14 @@
-"""The PostgreSQL schema as an append-only list of migrations, applied when a store opens.
+"""Applying ``schema.py``'s migrations to a PostgreSQL database when a store opens.
 
-It mirrors ``sqlite_schema.py`` table for table and column for column (``rows.py`` maps
-both), with PostgreSQL types: ``BIGINT`` for every integer, ``BYTEA`` for node bytes, and
-an identity column ``runs.row_order`` standing in for SQLite's implicit ``rowid`` (the
-tie-break of ``list_runs``). Tables are created in the first schema of the connection's
-``search_path``, so one database can hold several plait installations
-(``?options=-c%20search_path%3Dmine``).
+Tables are created in the first schema of the connection's ``search_path``, so one
+database can hold several plait installations (``?options=-c%20search_path%3Dmine``).
 
 A database records the number of migrations it has had in ``schema_version``; opening
 applies the missing ones in one transaction, under an advisory lock (per database) so
 that processes opening the same empty database at once migrate it exactly once; a
 database that a newer plait has migrated further is refused (PLAIT-E020). DDL is
-transactional in PostgreSQL: a migration is applied entirely or not at all. Never edit or
-reorder a migration that has shipped: append a new one. This module holds DDL only.
+transactional in PostgreSQL: a migration is applied entirely or not at all. This module
+runs DDL only.
 """
 
 from __future__ import annotations
@@ -22,90 +18,12 @@ from typing import Any
 import psycopg
 
 from plait.core.errors import PlaitError
-
-_STATUSES = (
-    "'queued','running','parked','completed','failed','stalled','canceled','budget_exhausted'"
-)
+from plait.store.schema import migrations
 
 MIGRATION_LOCK = 0x706C_6169_745F_7363  # "plait_sc": the advisory lock key, per database
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    # 1: runs, manifests, the journal, content-addressed nodes, leases.
-    (
-        f"""CREATE TABLE runs (
-            run_id TEXT PRIMARY KEY,
-            workflow TEXT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ({_STATUSES})),
-            principal TEXT NOT NULL,
-            parent_run_id TEXT,
-            created_ms BIGINT NOT NULL,
-            updated_ms BIGINT NOT NULL,
-            outcome TEXT,
-            last_seq BIGINT NOT NULL DEFAULT 0,
-            row_order BIGINT GENERATED ALWAYS AS IDENTITY
-        )""",
-        "CREATE INDEX runs_by_created ON runs (created_ms, row_order)",
-        "CREATE INDEX runs_by_status ON runs (status, created_ms, row_order)",
-        # seq 0 is the original manifest; a supersession takes the next journal seq.
-        """CREATE TABLE manifests (
-            run_id TEXT NOT NULL,
-            seq BIGINT NOT NULL,
-            payload TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        )""",
-        # One row per journal item; payload is the canonical text of an encoded form
-        # (chunks.py): small values inline, large ones a reference into nodes.
-        """CREATE TABLE journal (
-            run_id TEXT NOT NULL,
-            seq BIGINT NOT NULL,
-            item TEXT NOT NULL CHECK (item IN ('intent', 'result', 'checkpoint', 'record')),
-            journal_key TEXT,
-            executor TEXT,
-            record_kind TEXT,
-            superstep BIGINT,
-            clock_ms BIGINT,
-            idempotency_key TEXT,
-            journal_bytes BIGINT,
-            sha256 TEXT,
-            size BIGINT,
-            payload TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        )""",
-        """CREATE UNIQUE INDEX journal_intent_keys ON journal (run_id, journal_key)
-            WHERE item = 'intent'""",
-        """CREATE UNIQUE INDEX journal_result_keys ON journal (run_id, journal_key)
-            WHERE item = 'result'""",
-        # run_id is the run whose commit first stored the node (for stored_bytes).
-        """CREATE TABLE nodes (
-            hash TEXT PRIMARY KEY,
-            data BYTEA NOT NULL,
-            run_id TEXT NOT NULL
-        )""",
-        """CREATE TABLE leases (
-            run_id TEXT PRIMARY KEY,
-            host TEXT,
-            pid BIGINT,
-            started_ms BIGINT,
-            token BIGINT NOT NULL,
-            expires_ms BIGINT NOT NULL
-        )""",
-    ),
-    # 2: workers (ARCHITECTURE.md §11). wake_ms: when a parked (or budget-exhausted) run
-    # wants driving again: its earliest timer or ask expiry, or "now" once an answer, a
-    # cancel or a budget raise is journaled; NULL while nothing is due. The partial index
-    # keeps claiming cheap however many finished runs the table holds.
-    (
-        "ALTER TABLE runs ADD COLUMN wake_ms BIGINT",
-        """CREATE INDEX runs_unfinished ON runs (created_ms, row_order)
-            WHERE status IN ('queued', 'running', 'parked', 'budget_exhausted')""",
-    ),
-    # 3: a driver polls for cancels and steering messages between waves: find the
-    # records of a kind after a seq without scanning the run's whole journal.
-    (
-        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
-            WHERE item = 'record'""",
-    ),
-)
+MIGRATIONS = migrations("postgres")
+"""Each migration's statements, as ``schema.py`` writes them for PostgreSQL."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes and understands."""

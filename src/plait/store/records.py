@@ -1,6 +1,6 @@
 """The values that cross the store boundary: what a driver writes and what it reads back.
 
-Every back end (SQLite now, PostgreSQL later) speaks exactly these types, so the driver
+Every back end (SQLite and PostgreSQL) speaks exactly these types, so the driver
 never sees a row, a cursor or a column name. Writes are handed to ``Store.commit`` as one
 ordered batch; the read side mirrors them with the per-run sequence number (``seq``) each
 was given. These are plain frozen values: this module never touches a database, and

@@ -23,31 +23,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from plait.core.canonical import JSON, dumpb, loads
-from plait.core.canonical import digest as sha256_hex
+from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import ChunkError, HashMemo, RowEncoder, collecting_encoder, decode
-from plait.store.lease import LeaseRow, may_take_over, stale_token
+from plait.store import claims, sql
+from plait.store.base import Listener, WorkStore, never_dead, unknown_run
+from plait.store.lease import may_take_over
+from plait.store.node_reads import NodeFetcher
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
-from plait.store.rows import (
-    JOURNAL_COLUMNS,
-    RUN_COLUMNS,
-    Row,
-    add_row,
-    key_text,
-    run_from_row,
-    run_row,
-    write_row,
-)
+from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.sql import SQLITE
 from plait.store.sqlite_schema import migrate
 from plait.store.wal import BACKSTOP_PAGES, WalCheckpointer
 
 DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 """``durability`` -> ``PRAGMA synchronous``: NORMAL survives a process crash, FULL power loss."""
-
-_KNOWN_LIMIT = 1 << 21  # node hashes remembered as stored before the set is forgotten
 
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _ROW_COLUMNS = ("run_id", "seq", *JOURNAL_COLUMNS)
@@ -61,75 +51,13 @@ _INSERT_SHAPES = 256
 _inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
 """INSERT statements by the shape of a batch: which columns of each row are set (see
 ``_insert_rows``)."""
-_WATCH_LIMIT = 256
-"""Runs whose last ``records_after`` answer a store remembers (drivers polling right now)."""
 
 _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
     " (SELECT MAX(seq) FROM manifests WHERE run_id = :run), l.token, l.host"
     " FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = :run"
 )
-_SELECT_ROWS = (
-    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal"
-    " WHERE run_id = ? AND seq > ? ORDER BY seq"
-)
-_UPSERT_LEASE = (
-    "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
-    " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
-    " token = excluded.token, expires_ms = excluded.expires_ms"
-)
-_FINISHED = "'completed', 'failed', 'stalled', 'canceled', 'budget_exhausted'"
-# What a worker should drive now: see PostgresStore.claim_work.
-_CLAIM_WORK = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status IN ('queued', 'running', 'parked', 'budget_exhausted')"
-    " AND r.parent_run_id IS NULL"
-    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
-    " AND (r.status = 'queued' OR (r.status = 'running' AND l.run_id IS NOT NULL)"
-    "      OR r.wake_ms <= :now)"
-    " ORDER BY r.created_ms, r.rowid"
-)
-# Running top-level runs whose unexpired lease a process on the claimant's host holds:
-# taken over at once if that process is gone (see PostgresStore's _CLAIM_ORPHANS).
-_CLAIM_ORPHANS = (
-    "SELECT r.run_id FROM runs r JOIN leases l ON l.run_id = r.run_id"
-    " WHERE r.status = 'running' AND r.parent_run_id IS NULL"
-    " AND l.host = :host AND l.expires_ms > :now"
-    " ORDER BY r.created_ms, r.rowid"
-)
-# A claimed run's wake time is consumed; a queued, parked or budget-exhausted one is
-# running from now on (see PostgresStore's _CLAIMED).
-_CLAIMED = (
-    "UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
-    " ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
-    " updated_ms = CASE WHEN status IN ('queued', 'parked') THEN ? ELSE updated_ms END"
-    " WHERE run_id = ?"
-)
-# Finished runs old enough for gc (see PostgresStore's _GC_ROOTS for the wake time rule).
-_GC_ROOTS = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
-    f" WHERE r.parent_run_id IS NULL AND r.status IN ({_FINISHED})"
-    " AND r.updated_ms < :before AND (r.wake_ms IS NULL OR r.status <> 'budget_exhausted')"
-    " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
-    " ORDER BY r.run_id"
-)
-_GC_TREE = (
-    "WITH RECURSIVE tree (run_id, root) AS ("
-    "  SELECT value, value FROM json_each(:roots)"
-    "  UNION ALL SELECT c.run_id, t.root FROM runs c JOIN tree t ON c.parent_run_id = t.run_id)"
-    f" SELECT t.run_id, t.root, c.status IN ({_FINISHED})"
-    "  AND (c.wake_ms IS NULL OR c.status <> 'budget_exhausted')"
-    "  AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= :now)"
-    " FROM tree t JOIN runs c ON c.run_id = t.run_id LEFT JOIN leases l ON l.run_id = t.run_id"
-)
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
-
-
-def _never_dead(owner: LeaseOwner) -> bool:
-    """A claim that cannot tell whether a holder's process is gone takes only free,
-    released or expired leases."""
-    return True
 
 
 class SqliteStore:
@@ -150,8 +78,7 @@ class SqliteStore:
         self.path = os.fspath(path)
         self.durability = durability
         self._lock = threading.RLock()
-        self._known: set[str] = set()
-        self._memo = HashMemo()
+        self._nodes = sql.KnownNodes()
         # records_after between waves: (run, kinds) -> (version, seq) after which nothing
         # of those kinds existed when the database was at that version (see _version).
         self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
@@ -191,49 +118,30 @@ class SqliteStore:
     def create_run(self, info: RunInfo, manifest: JSON) -> None:
         with self._lock:
             nodes: dict[str, bytes] = {}
-            payload = self._encoder(nodes)(manifest)
+            payload = self._nodes.encoder(nodes)(manifest)
             with self._write() as conn:
-                if self._run_exists(conn, info.run_id):
+                if sql.run_exists(conn, SQLITE, info.run_id):
                     raise PlaitError("E016", f"run id '{info.run_id}' already exists")
                 conn.execute(
                     f"INSERT INTO runs ({_RUN_COLUMNS}, last_seq)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
                     run_row(info),
                 )
-                conn.execute(
-                    "INSERT INTO manifests (run_id, seq, payload) VALUES (?, 0, ?)",
-                    (info.run_id, payload),
-                )
+                conn.execute(sql.INSERT_MANIFEST, (info.run_id, 0, payload))
                 self._insert_nodes(conn, info.run_id, nodes)
-            self._remember(nodes)
+            self._nodes.remember(nodes)
 
     def get_run(self, run_id: str) -> RunInfo:
         with self._lock, self._read() as conn:
-            row = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        if row is None:
-            raise unknown_run(run_id)
-        return run_from_row(row)
+            return sql.get_run(conn, SQLITE, run_id)
 
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
-        order = " ORDER BY created_ms DESC, rowid DESC"
         with self._lock, self._read() as conn:
-            if status is None:
-                rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs{order}").fetchall()
-            else:
-                rows = conn.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE status = ?{order}", (status,)
-                ).fetchall()
-        return [run_from_row(row) for row in rows]
+            return sql.list_runs(conn, SQLITE, status)
 
     def manifests(self, run_id: str) -> list[JSON]:
         with self._lock, self._read() as conn:
-            self._require_run(conn, run_id)
-            rows = conn.execute(
-                "SELECT payload FROM manifests WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-            return self._decode_all(conn, f"manifest of run '{run_id}'", [r[0] for r in rows])
+            return sql.manifests(conn, SQLITE, run_id, NodeFetcher(conn))
 
     # --- leases ---
 
@@ -246,31 +154,22 @@ class SqliteStore:
         owner_alive: Callable[[LeaseOwner], bool],
     ) -> int:
         with self._lock, self._write() as conn:
-            self._require_run(conn, run_id)
-            token = may_take_over(run_id, _lease_row(conn, run_id), owner, now_ms, owner_alive)
-            conn.execute(
-                "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
-                " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
-                " token = excluded.token, expires_ms = excluded.expires_ms",
-                (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-            )
+            sql.require_run(conn, SQLITE, run_id)
+            current = sql.lease_row(conn, SQLITE, run_id)
+            token = may_take_over(run_id, current, owner, now_ms, owner_alive)
+            sql.upsert_lease(conn, SQLITE, run_id, owner, token, now_ms + ttl_ms)
             return token
 
     def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
         with self._lock, self._write() as conn:
-            _check_token(conn, run_id, token)
+            sql.check_token(conn, SQLITE, run_id, token)
             conn.execute(
                 "UPDATE leases SET expires_ms = ? WHERE run_id = ?", (now_ms + ttl_ms, run_id)
             )
 
     def release_lease(self, run_id: str, token: int) -> None:
         with self._lock, self._write() as conn:
-            conn.execute(
-                "UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
-                " WHERE run_id = ? AND token = ? AND host IS NOT NULL",
-                (run_id, token),
-            )
+            sql.release_lease(conn, SQLITE, run_id, token)
 
     # --- workers: claiming, waking, retention (ARCHITECTURE.md §11) ---
 
@@ -281,80 +180,66 @@ class SqliteStore:
         ttl_ms: int,
         limit: int = 1,
         exclude: Sequence[str] = (),
-        owner_alive: Callable[[LeaseOwner], bool] = _never_dead,
+        owner_alive: Callable[[LeaseOwner], bool] = never_dead,
     ) -> list[tuple[str, int]]:
-        """Claim up to ``limit`` runs a worker should drive now: (run id, fencing token).
-
-        The same rule as ``PostgresStore.claim_work`` (queued; running with a dead or
-        released lease, or one held on this host by a process ``owner_alive`` finds gone;
-        parked or budget-exhausted with ``wake_ms <= now_ms``; top-level runs only, oldest
-        first), in one ``BEGIN IMMEDIATE`` transaction: processes sharing the file never
-        claim a run twice, they take turns.
-        """
+        """``WorkStore.claim_work`` in one ``BEGIN IMMEDIATE`` transaction: processes
+        sharing the file never claim a run twice, they take turns."""
         if limit < 1:
             return []
         skip = set(exclude)
         claimed: list[tuple[str, int]] = []
         with self._lock, self._write() as conn:
             queries: list[tuple[str, dict[str, Any], Callable[[LeaseOwner], bool]]] = [
-                (_CLAIM_WORK, {"now": now_ms}, _never_dead)
+                (claims.SQLITE_CLAIM_WORK, {"now": now_ms}, never_dead)
             ]
-            if owner_alive is not _never_dead:
-                queries.append((_CLAIM_ORPHANS, {"now": now_ms, "host": owner.host}, owner_alive))
-            for sql, params, alive in queries:
-                for (run_id,) in conn.execute(sql, params).fetchall():
+            if owner_alive is not never_dead:
+                queries.append(
+                    (claims.SQLITE_CLAIM_ORPHANS, {"now": now_ms, "host": owner.host}, owner_alive)
+                )
+            for statement, params, alive in queries:
+                for (run_id,) in conn.execute(statement, params).fetchall():
                     if len(claimed) == limit:
                         return claimed
                     if run_id in skip:
                         continue
                     try:
-                        token = may_take_over(
-                            run_id, _lease_row(conn, run_id), owner, now_ms, alive
-                        )
+                        current = sql.lease_row(conn, SQLITE, run_id)
+                        token = may_take_over(run_id, current, owner, now_ms, alive)
                     except PlaitError:
                         continue  # a live holder keeps it
-                    conn.execute(
-                        _UPSERT_LEASE,
-                        (run_id, owner.host, owner.pid, owner.started_ms, token, now_ms + ttl_ms),
-                    )
-                    conn.execute(_CLAIMED, (now_ms, run_id))
+                    sql.upsert_lease(conn, SQLITE, run_id, owner, token, now_ms + ttl_ms)
+                    conn.execute(claims.SQLITE_CLAIMED, (now_ms, run_id))
                     claimed.append((run_id, token))
                     skip.add(run_id)
         return claimed
 
     def set_wake(self, run_id: str, wake_ms: int | None, *, replace: bool = False) -> None:
-        """Record when the run wants driving again (see ``PostgresStore.set_wake``)."""
+        """``Store.set_wake``; there is nobody to notify (workers on a file poll)."""
         with self._lock, self._write() as conn:
-            if replace:
-                conn.execute("UPDATE runs SET wake_ms = ? WHERE run_id = ?", (wake_ms, run_id))
-            elif wake_ms is not None:
-                conn.execute(
-                    "UPDATE runs SET wake_ms = ? WHERE run_id = ?"
-                    " AND (wake_ms IS NULL OR wake_ms > ?)",
-                    (wake_ms, run_id, wake_ms),
-                )
+            sql.set_wake(conn, SQLITE, run_id, wake_ms, replace)
 
     def wake_of(self, run_id: str) -> int | None:
-        """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
         with self._lock, self._read() as conn:
-            row = conn.execute("SELECT wake_ms FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise unknown_run(run_id)
-        return None if row[0] is None else int(row[0])
+            return sql.wake_of(conn, SQLITE, run_id)
 
     def notify_runnable(self, run_id: str) -> None:
         """Nothing to notify on SQLite: workers on a file poll (``plait worker --poll-ms``)."""
 
+    def listen(self) -> Listener | None:
+        """None: SQLite has no notifications; workers on a file poll (``--poll-ms``)."""
+        return None
+
     def gc(self, before_ms: int, now_ms: int) -> list[str]:
-        """Delete finished runs last updated before ``before_ms`` (see ``PostgresStore.gc``)."""
+        """``WorkStore.gc`` in one ``BEGIN IMMEDIATE`` transaction."""
         params = {"before": before_ms, "now": now_ms}
         with self._lock, self._write() as conn:
-            roots = [row[0] for row in conn.execute(_GC_ROOTS, params).fetchall()]
+            roots = [row[0] for row in conn.execute(claims.SQLITE_GC_ROOTS, params).fetchall()]
             if not roots:
                 return []
-            tree = conn.execute(_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}).fetchall()
-            blocked = {root for _, root, deletable in tree if not deletable}
-            doomed = sorted({run_id for run_id, root, _ in tree if root not in blocked})
+            tree = conn.execute(
+                claims.SQLITE_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}
+            ).fetchall()
+            doomed = sql.gc_selection(tree)
             for table in ("journal", "manifests", "leases", "runs"):
                 conn.executemany(
                     f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
@@ -366,7 +251,7 @@ class SqliteStore:
     def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
         with self._lock:
             nodes: dict[str, bytes] = {}
-            encode = self._encoder(nodes)
+            encode = self._nodes.encoder(nodes)
             ops = [write_row(write, encode) for write in writes]  # cut before BEGIN IMMEDIATE
             with self._write() as conn:
                 # One statement for the run's last seq and its lease token (the hot path).
@@ -375,7 +260,7 @@ class SqliteStore:
                     raise unknown_run(run_id)
                 seq = max(row[0] or 0, row[1] or 0)
                 if token is not None and (row[2] != token or row[3] is None):
-                    _check_token(conn, run_id, token)  # raises E021 naming the holder
+                    sql.check_token(conn, SQLITE, run_id, token)  # E021 naming the holder
                 rows = []
                 for op in ops:
                     if op[0] == "status":
@@ -390,10 +275,7 @@ class SqliteStore:
                         kind = op[3]
                         self._records_written[kind] = self._records_written.get(kind, 0) + 1
                     if op[0] == "manifest":
-                        conn.execute(
-                            "INSERT INTO manifests (run_id, seq, payload) VALUES (?, ?, ?)",
-                            (run_id, seq, op[1]),
-                        )
+                        conn.execute(sql.INSERT_MANIFEST, (run_id, seq, op[1]))
                         continue
                     rows.append((run_id, seq, *op))
                 try:
@@ -403,20 +285,11 @@ class SqliteStore:
                         run_id, _first_duplicate(conn, run_id, rows), exc
                     ) from exc
                 self._insert_nodes(conn, run_id, nodes)
-            self._remember(nodes)
+            self._nodes.remember(nodes)
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._lock, self._read() as conn:
-            self._require_run(conn, run_id)
-            rows = conn.execute(_SELECT_ROWS, (run_id, after_seq)).fetchall()
-            journal = Journal(run_id)
-            decoder = self._decoder(conn, {})
-            try:
-                for row in rows:
-                    add_row(journal, row[0], row[1:], decoder)
-            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-                raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
-        return journal
+            return sql.load_journal(conn, SQLITE, run_id, after_seq, NodeFetcher(conn))
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
         by_text = {key_text(key): key for key in keys}
@@ -458,10 +331,10 @@ class SqliteStore:
                     f" AND record_kind IN ({marks}) ORDER BY seq",
                     (run_id, after_seq, *kinds),
                 ).fetchall()
-                decode = self._decoder(conn, {})
-                found = [Record(seq, kind, decode(payload)) for seq, kind, payload in rows]
+                reader = NodeFetcher(conn)
+                found = [Record(seq, kind, reader.decode(payload)) for seq, kind, payload in rows]
             last = max([after_seq, *(record.seq for record in found)])
-            if len(self._nothing_after) >= _WATCH_LIMIT:
+            if len(self._nothing_after) >= sql.WATCH_LIMIT:
                 self._nothing_after.clear()  # runs no longer driven here: nothing is held per run
             self._nothing_after[watch] = (version, last)
             return found
@@ -477,32 +350,11 @@ class SqliteStore:
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._lock, self._read() as conn:
-            row = conn.execute(
-                "SELECT sha256, size, payload FROM journal"
-                " WHERE run_id = ? AND seq = ? AND item = 'checkpoint'",
-                (run_id, seq),
-            ).fetchone()
-            if row is None:
-                self._require_run(conn, run_id)
-                raise PlaitError("E010", f"run '{run_id}' has no checkpoint at seq {seq}")
-            sha, size, payload = row
-            try:
-                data = dumpb(self._decoder(conn, {})(payload))
-            except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-                raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
-        if len(data) != size or sha256_hex(data) != sha:
-            raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
-        return data
+            return sql.read_checkpoint(conn, SQLITE, run_id, seq, NodeFetcher(conn))
 
     def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
         with self._lock, self._read() as conn:
-            self._require_run(conn, run_id)
-            row = conn.execute(
-                "SELECT seq, superstep, sha256, size FROM journal"
-                " WHERE run_id = ? AND item = 'checkpoint' ORDER BY seq DESC LIMIT 1",
-                (run_id,),
-            ).fetchone()
-        return None if row is None else CheckpointMeta(*row)
+            return sql.latest_checkpoint(conn, SQLITE, run_id)
 
     def stored_bytes(self, run_id: str | None = None) -> int:
         where, params = ("", ()) if run_id is None else (" WHERE run_id = ?", (run_id,))
@@ -524,31 +376,6 @@ class SqliteStore:
 
     # --- internals ---
 
-    def _encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
-        """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
-        return collecting_encoder(nodes, self._known, self._memo)
-
-    def _decoder(self, conn: sqlite3.Connection, cache: dict[str, JSON]) -> Callable[[str], JSON]:
-        """payload text -> value, fetching (and checking) nodes through ``conn``."""
-
-        def fetch(digest: str) -> bytes:
-            row = conn.execute("SELECT data FROM nodes WHERE hash = ?", (digest,)).fetchone()
-            if row is None:
-                raise ChunkError(f"node {digest} is missing")
-            data = bytes(row[0])
-            if sha256_hex(data) != digest:
-                raise ChunkError(f"sha256 mismatch in node {digest}")
-            return data
-
-        return lambda payload: decode(loads(payload), fetch, cache=cache)
-
-    def _decode_all(self, conn: sqlite3.Connection, what: str, payloads: list[str]) -> list[JSON]:
-        decoder = self._decoder(conn, {})
-        try:
-            return [decoder(payload) for payload in payloads]
-        except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-            raise PlaitError("E010", f"{what} is corrupted: {exc}") from exc
-
     def _insert_nodes(self, conn: sqlite3.Connection, run_id: str, nodes: dict[str, bytes]) -> None:
         if nodes:
             conn.executemany(
@@ -556,29 +383,10 @@ class SqliteStore:
                 [(digest, data, run_id) for digest, data in nodes.items()],
             )
 
-    def _remember(self, nodes: dict[str, bytes]) -> None:
-        """Only after a commit succeeded: these nodes are stored, never cut again."""
-        if len(self._known) + len(nodes) > _KNOWN_LIMIT:
-            self._known.clear()
-        self._known.update(nodes)
-
-    def _run_exists(self, conn: sqlite3.Connection, run_id: str) -> bool:
-        return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
-
-    def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None:
-        """PLAIT-E017 if there is no such run."""
-        if not self._run_exists(conn, run_id):
-            raise unknown_run(run_id)
-
     def _duplicate(self, run_id: str, op: Row, exc: sqlite3.Error) -> PlaitError:
         item, key = op[0], op[1]
         if item in ("intent", "result") and "UNIQUE" in str(exc):
-            article = "an" if item == "intent" else "a"
-            return PlaitError(
-                "E020",
-                f"storage error on {self.path}: run '{run_id}' already has {article} {item}"
-                f" for journal key {key}",
-            )
+            return sql.duplicate_key(self.path, run_id, item, key)
         return self._storage_error(exc)
 
     def _storage_error(self, exc: sqlite3.Error) -> PlaitError:
@@ -626,16 +434,6 @@ class SqliteStore:
             pass  # SQLite already rolled back (e.g. after SQLITE_FULL); nothing is committed
 
 
-def _lease_row(conn: sqlite3.Connection, run_id: str) -> LeaseRow | None:
-    row = conn.execute(
-        "SELECT host, pid, started_ms, token, expires_ms FROM leases WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    if row is None:
-        return None
-    holder = None if row[0] is None else LeaseOwner(row[0], row[1], row[2])
-    return LeaseRow(holder, row[3], row[4])
-
-
 def _insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
     """Insert journal rows, a wave's rows in one statement, binding only what is set.
 
@@ -679,7 +477,4 @@ def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any
     return tuple(rows[0][2:])
 
 
-def _check_token(conn: sqlite3.Connection, run_id: str, token: int) -> None:
-    current = _lease_row(conn, run_id)
-    if current is None or current.holder is None or current.token != token:
-        raise stale_token(run_id, token, current)
+_CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here

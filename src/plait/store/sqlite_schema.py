@@ -1,9 +1,9 @@
-"""The SQLite schema as an append-only list of migrations, applied when a store opens.
+"""Applying ``schema.py``'s migrations to a SQLite file when a store opens.
 
 A database records the number of migrations it has had in ``schema_version``; opening
 applies the missing ones in one transaction, and refuses (PLAIT-E020) a database that a
-newer plait has migrated further. Never edit or reorder a migration that has shipped:
-append a new one. This module holds DDL only; it never reads or writes run data.
+newer plait has migrated further. Another process migrating the same file is waited for.
+This module runs DDL only; it never reads or writes run data.
 """
 
 from __future__ import annotations
@@ -11,135 +11,10 @@ from __future__ import annotations
 import sqlite3
 
 from plait.core.errors import PlaitError
+from plait.store.schema import migrations
 
-_STATUSES = (
-    "'queued','running','parked','completed','failed','stalled','canceled','budget_exhausted'"
-)
-
-_JOURNAL_COLUMNS = (
-    "run_id, seq, item, journal_key, executor, record_kind, superstep, clock_ms,"
-    " idempotency_key, journal_bytes, sha256, size, payload"
-)
-
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    # 1: runs, manifests, the journal, content-addressed nodes, leases.
-    (
-        f"""CREATE TABLE runs (
-            run_id TEXT PRIMARY KEY,
-            workflow TEXT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ({_STATUSES})),
-            principal TEXT NOT NULL,
-            parent_run_id TEXT,
-            created_ms INTEGER NOT NULL,
-            updated_ms INTEGER NOT NULL,
-            outcome TEXT,
-            last_seq INTEGER NOT NULL DEFAULT 0
-        )""",
-        "CREATE INDEX runs_by_created ON runs (created_ms)",
-        "CREATE INDEX runs_by_status ON runs (status, created_ms)",
-        # seq 0 is the original manifest; a supersession takes the next journal seq.
-        """CREATE TABLE manifests (
-            run_id TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            payload TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        ) WITHOUT ROWID""",
-        # One row per journal item; payload is the canonical text of an encoded form
-        # (chunks.py): small values inline, large ones a reference into nodes.
-        """CREATE TABLE journal (
-            run_id TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            item TEXT NOT NULL CHECK (item IN ('intent', 'result', 'checkpoint', 'record')),
-            journal_key TEXT,
-            executor TEXT,
-            record_kind TEXT,
-            superstep INTEGER,
-            clock_ms INTEGER,
-            idempotency_key TEXT,
-            journal_bytes INTEGER,
-            sha256 TEXT,
-            size INTEGER,
-            payload TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        ) WITHOUT ROWID""",
-        """CREATE UNIQUE INDEX journal_intent_keys ON journal (run_id, journal_key)
-            WHERE item = 'intent'""",
-        """CREATE UNIQUE INDEX journal_result_keys ON journal (run_id, journal_key)
-            WHERE item = 'result'""",
-        # run_id is the run whose commit first stored the node (for stored_bytes).
-        """CREATE TABLE nodes (
-            hash TEXT PRIMARY KEY,
-            data BLOB NOT NULL,
-            run_id TEXT NOT NULL
-        )""",
-        """CREATE TABLE leases (
-            run_id TEXT PRIMARY KEY,
-            host TEXT,
-            pid INTEGER,
-            started_ms INTEGER,
-            token INTEGER NOT NULL,
-            expires_ms INTEGER NOT NULL
-        )""",
-    ),
-    # 2: workers (ARCHITECTURE.md §11). wake_ms: when a parked (or budget-exhausted) run
-    # wants driving again: its earliest timer or ask expiry, or "now" once an answer, a
-    # cancel or a budget raise is journaled; NULL while nothing is due. The partial index
-    # keeps claiming cheap however many finished runs the table holds.
-    (
-        "ALTER TABLE runs ADD COLUMN wake_ms INTEGER",
-        """CREATE INDEX runs_unfinished ON runs (created_ms)
-            WHERE status IN ('queued', 'running', 'parked', 'budget_exhausted')""",
-    ),
-    # 3: a driver polls for cancels and steering messages between waves: find the
-    # records of a kind after a seq without scanning the run's whole journal.
-    (
-        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
-            WHERE item = 'record'""",
-    ),
-    # 4: fewer pages written per wave. One unique index for intents and results (a wave
-    # writes both), feed records (one per wave, never searched by kind) kept out of the
-    # records index, and runs.last_seq no longer maintained: a commit takes the next seq
-    # from the journal and manifests themselves (see SqliteStore.commit).
-    (
-        "DROP INDEX journal_intent_keys",
-        "DROP INDEX journal_result_keys",
-        """CREATE UNIQUE INDEX journal_effect_keys ON journal (run_id, journal_key, item)
-            WHERE journal_key IS NOT NULL""",
-        "DROP INDEX journal_records",
-        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
-            WHERE item = 'record' AND record_kind <> 'feed'""",
-    ),
-    # 5: the journal's CHECK on item written as comparisons. SQLite evaluates a CHECK's
-    # IN (...) list by building a temporary table for every row inserted, which cost more
-    # than the rest of a wave's inserts; OR-ed comparisons are evaluated in place. A CHECK
-    # cannot be altered, so the table is rebuilt (same columns, rows and indexes).
-    (
-        """CREATE TABLE journal_5 (
-            run_id TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            item TEXT NOT NULL CHECK (item = 'intent' OR item = 'result'
-                                      OR item = 'checkpoint' OR item = 'record'),
-            journal_key TEXT,
-            executor TEXT,
-            record_kind TEXT,
-            superstep INTEGER,
-            clock_ms INTEGER,
-            idempotency_key TEXT,
-            journal_bytes INTEGER,
-            sha256 TEXT,
-            size INTEGER,
-            payload TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        ) WITHOUT ROWID""",
-        f"INSERT INTO journal_5 ({_JOURNAL_COLUMNS}) SELECT {_JOURNAL_COLUMNS} FROM journal",
-        "DROP TABLE journal",
-        "ALTER TABLE journal_5 RENAME TO journal",
-        """CREATE UNIQUE INDEX journal_effect_keys ON journal (run_id, journal_key, item)
-            WHERE journal_key IS NOT NULL""",
-        """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
-            WHERE item = 'record' AND record_kind <> 'feed'""",
-    ),
-)
+MIGRATIONS = migrations("sqlite")
+"""Each migration's statements, as ``schema.py`` writes them for SQLite."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this code writes and understands."""

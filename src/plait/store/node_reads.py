@@ -1,0 +1,97 @@
+"""Reading content-addressed nodes back for ``chunks.decode``, the way each back end should.
+
+A store decodes a row's payload with a reader made for one read transaction: ``prefetch``
+is told the payloads about to be decoded, ``decode`` turns one into its value, checking
+every node's bytes against their hash (a mismatch or a missing node is ``ChunkError``).
+``NodeFetcher`` reads one node per query (SQLite: a local read costs less than a batch);
+``NodeBatcher`` fetches a missing node together with every node its bytes name, level by
+level (PostgreSQL: one round trip per tree level, not per node). Neither writes anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from plait.core.canonical import JSON, loads
+from plait.core.canonical import digest as sha256_hex
+from plait.store.chunks import ChunkError, decode
+
+_FETCH_BATCH = 5_000  # node hashes per ``= ANY(%s)`` query
+_NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a node
+_ROOT_NAME = re.compile(r'"([0-9a-f]{64})"')
+
+
+def _checked(digest: str, data: bytes | None) -> bytes:
+    if data is None:
+        raise ChunkError(f"node {digest} is missing")
+    if sha256_hex(data) != digest:
+        raise ChunkError(f"sha256 mismatch in node {digest}")
+    return data
+
+
+class NodeFetcher:
+    """Node bytes one query at a time, through a SQLite connection (``?`` placeholders)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._parsed: dict[str, JSON] = {}
+
+    def prefetch(self, payloads: Iterable[str]) -> None:
+        """Nothing to do ahead: each node is read when ``decode`` needs it."""
+
+    def decode(self, payload: str) -> JSON:
+        return decode(loads(payload), self._node, cache=self._parsed)
+
+    def _node(self, digest: str) -> bytes:
+        row = self._conn.execute("SELECT data FROM nodes WHERE hash = ?", (digest,)).fetchone()
+        return _checked(digest, None if row is None else bytes(row[0]))
+
+
+class NodeBatcher:
+    """Node bytes fetched in batches through a PostgreSQL connection: a round trip per level.
+
+    Nodes name their children by hash, so fetching one node also fetches every node its
+    bytes name, level after level. A 64-hex string in user data that happens to name a
+    node costs a read, never a wrong value: ``decode`` interprets, this only prefetches,
+    and every node's bytes are checked against their hash when ``decode`` asks for them.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._bytes: dict[str, bytes] = {}
+        self._absent: set[str] = set()
+        self._parsed: dict[str, JSON] = {}
+
+    def prefetch(self, payloads: Iterable[str]) -> None:
+        """Fetch every node the encoded payloads need, and the nodes those need."""
+        self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)})
+
+    def decode(self, payload: str) -> JSON:
+        return decode(loads(payload), self._node, cache=self._parsed)
+
+    def _node(self, digest: str) -> bytes:
+        data = self._bytes.get(digest)
+        if data is None and digest not in self._absent:
+            self._fetch({digest})
+            data = self._bytes.get(digest)
+        return _checked(digest, data)
+
+    def _fetch(self, wanted: set[str]) -> None:
+        wanted -= self._bytes.keys() | self._absent
+        while wanted:
+            batch = sorted(wanted)
+            found: dict[str, bytes] = {}
+            for start in range(0, len(batch), _FETCH_BATCH):
+                rows = self._conn.execute(
+                    "SELECT hash, data FROM nodes WHERE hash = ANY(%s)",
+                    (batch[start : start + _FETCH_BATCH],),
+                ).fetchall()
+                found.update((name, bytes(data)) for name, data in rows)
+            self._bytes.update(found)
+            self._absent |= wanted - found.keys()
+            wanted = {
+                name.decode("ascii") for data in found.values() for name in _NODE_NAME.findall(data)
+            }
+            wanted -= self._bytes.keys() | self._absent

@@ -1,0 +1,315 @@
+"""What the SQL back ends share: statements written once, and the reads built on them.
+
+SQLite and PostgreSQL store the same tables (``schema.py``), rows (``rows.py``) and
+lease rule (``lease.py``); the statements that are the same in both modulo placeholders
+live here, written with ``?`` and turned into ``%s`` by the ``Dialect``, with the reads
+and small writes that run them on a connection the caller holds (inside the caller's
+transaction). Each back end keeps only what truly differs: how it connects and commits,
+how it claims work, collects garbage, polls for records and measures bytes.
+
+Rules: parameterized SQL only; this module never opens, commits or rolls back a
+transaction and never maps a driver's exception (the back end does, to PLAIT-E020);
+it never reads the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol
+
+from plait.core.canonical import JSON, dumpb
+from plait.core.canonical import digest as sha256_hex
+from plait.core.errors import PlaitError
+from plait.store.base import corrupted_checkpoint, unknown_run
+from plait.store.chunks import HashMemo, RowEncoder, collecting_encoder
+from plait.store.lease import LeaseRow, stale_token
+from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
+from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
+
+
+class Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """A ``sqlite3`` or ``psycopg`` connection: both run a statement the same way."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Cursor: ...
+
+
+class NodeReader(Protocol):
+    """Decodes payloads within one read (``node_reads.py``)."""
+
+    def prefetch(self, payloads: Iterable[str]) -> None: ...
+
+    def decode(self, payload: str) -> JSON: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one back end spells what differs in a shared statement."""
+
+    name: str
+    row_order: str
+    """The insertion-order tie-break of runs: SQLite's ``rowid``, PostgreSQL's column."""
+
+    def q(self, sql: str) -> str:
+        """A shared statement (``?`` placeholders) in this dialect."""
+        return sql if self.name == "sqlite" else _percent_s(sql)
+
+
+@lru_cache(maxsize=256)
+def _percent_s(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+SQLITE = Dialect("sqlite", "rowid")
+POSTGRES = Dialect("postgres", "row_order")
+
+FINISHED = ("completed", "failed", "stalled", "canceled", "budget_exhausted")
+"""Statuses ``gc`` may delete (never queued, running or parked)."""
+
+KNOWN_LIMIT = 1 << 21
+"""Node hashes a store remembers as stored before the set is forgotten."""
+
+WATCH_LIMIT = 256
+"""Runs whose between-wave ``records_after`` poll a store remembers (drivers polling now)."""
+
+RUN_LIST = ", ".join(RUN_COLUMNS)
+SELECT_ROWS = (
+    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal"
+    " WHERE run_id = ? AND seq > ? ORDER BY seq"
+)
+LEASE_LIST = "host, pid, started_ms, token, expires_ms"
+UPSERT_LEASE = (
+    "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+    " host = excluded.host, pid = excluded.pid, started_ms = excluded.started_ms,"
+    " token = excluded.token, expires_ms = excluded.expires_ms"
+)
+INSERT_MANIFEST = "INSERT INTO manifests (run_id, seq, payload) VALUES (?, ?, ?)"
+
+
+class KnownNodes:
+    """The nodes a store knows are stored, so it never cuts or sends one twice.
+
+    Remembered only after the commit that stored them succeeded; forgotten wholesale
+    past KNOWN_LIMIT (a node cut again is inserted with "ignore if present").
+    """
+
+    def __init__(self) -> None:
+        self._known: set[str] = set()
+        self._memo = HashMemo()
+
+    def encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
+        """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
+        return collecting_encoder(nodes, self._known, self._memo)
+
+    def remember(self, nodes: dict[str, bytes]) -> None:
+        """Only after a commit succeeded: these nodes are stored, never cut again."""
+        if len(self._known) + len(nodes) > KNOWN_LIMIT:
+            self._known.clear()
+        self._known.update(nodes)
+
+
+# --- runs ---
+
+
+def get_run(conn: Connection, d: Dialect, run_id: str) -> RunInfo:
+    """The run's row; PLAIT-E017 for an unknown run id."""
+    row = conn.execute(d.q(f"SELECT {RUN_LIST} FROM runs WHERE run_id = ?"), (run_id,)).fetchone()
+    if row is None:
+        raise unknown_run(run_id)
+    return run_from_row(row)
+
+
+def list_runs(conn: Connection, d: Dialect, status: str | None) -> list[RunInfo]:
+    """Runs newest first (insertion order breaks ties), optionally only those with ``status``."""
+    order = f" ORDER BY created_ms DESC, {d.row_order} DESC"
+    if status is None:
+        rows = conn.execute(f"SELECT {RUN_LIST} FROM runs{order}").fetchall()
+    else:
+        where = d.q(" WHERE status = ?")
+        rows = conn.execute(f"SELECT {RUN_LIST} FROM runs{where}{order}", (status,)).fetchall()
+    return [run_from_row(row) for row in rows]
+
+
+def run_exists(conn: Connection, d: Dialect, run_id: str) -> bool:
+    return (
+        conn.execute(d.q("SELECT 1 FROM runs WHERE run_id = ?"), (run_id,)).fetchone() is not None
+    )
+
+
+def require_run(conn: Connection, d: Dialect, run_id: str) -> None:
+    """PLAIT-E017 if there is no such run."""
+    if not run_exists(conn, d, run_id):
+        raise unknown_run(run_id)
+
+
+# --- leases and wake times ---
+
+
+def lease_from(values: Sequence[Any]) -> LeaseRow | None:
+    """(host, pid, started_ms, token, expires_ms) -> LeaseRow; None when no lease row."""
+    host, pid, started_ms, token, expires_ms = values
+    if token is None:
+        return None
+    holder = None if host is None else LeaseOwner(host, pid, started_ms)
+    return LeaseRow(holder, token, expires_ms)
+
+
+def lease_row(conn: Connection, d: Dialect, run_id: str) -> LeaseRow | None:
+    """The run's lease as stored, None when it never had one."""
+    row = conn.execute(
+        d.q(f"SELECT {LEASE_LIST} FROM leases WHERE run_id = ?"), (run_id,)
+    ).fetchone()
+    return None if row is None else lease_from(row)
+
+
+def check_token(conn: Connection, d: Dialect, run_id: str, token: int) -> None:
+    """PLAIT-E021 naming the holder unless ``token`` is the run's current, held lease."""
+    current = lease_row(conn, d, run_id)
+    if current is None or current.holder is None or current.token != token:
+        raise stale_token(run_id, token, current)
+
+
+def upsert_lease(
+    conn: Connection,
+    d: Dialect,
+    run_id: str,
+    owner: LeaseOwner,
+    token: int,
+    expires_ms: int,
+) -> None:
+    """Give ``owner`` the run's lease with ``token`` (decided by ``lease.may_take_over``)."""
+    conn.execute(
+        d.q(UPSERT_LEASE), (run_id, owner.host, owner.pid, owner.started_ms, token, expires_ms)
+    )
+
+
+def release_lease(conn: Connection, d: Dialect, run_id: str, token: int) -> None:
+    """Give the lease up; a no-op when ``token`` is not current."""
+    conn.execute(
+        d.q(
+            "UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
+            " WHERE run_id = ? AND token = ? AND host IS NOT NULL"
+        ),
+        (run_id, token),
+    )
+
+
+def set_wake(conn: Connection, d: Dialect, run_id: str, wake_ms: int | None, replace: bool) -> None:
+    """Store the run's wake time: as given with ``replace``, else the earlier one."""
+    if replace:
+        conn.execute(d.q("UPDATE runs SET wake_ms = ? WHERE run_id = ?"), (wake_ms, run_id))
+    elif wake_ms is not None:
+        conn.execute(
+            d.q(
+                "UPDATE runs SET wake_ms = ? WHERE run_id = ? AND (wake_ms IS NULL OR wake_ms > ?)"
+            ),
+            (wake_ms, run_id, wake_ms),
+        )
+
+
+def wake_of(conn: Connection, d: Dialect, run_id: str) -> int | None:
+    """The run's recorded wake time (None when nothing is due); PLAIT-E017."""
+    row = conn.execute(d.q("SELECT wake_ms FROM runs WHERE run_id = ?"), (run_id,)).fetchone()
+    if row is None:
+        raise unknown_run(run_id)
+    return None if row[0] is None else int(row[0])
+
+
+def gc_selection(tree: Iterable[Sequence[Any]]) -> list[str]:
+    """The runs of ``tree`` (run_id, root, deletable) whose whole tree is deletable."""
+    rows = list(tree)
+    blocked = {root for _, root, deletable in rows if not deletable}
+    return sorted({run_id for run_id, root, _ in rows if root not in blocked})
+
+
+# --- manifests, the journal and checkpoints ---
+
+
+def manifests(conn: Connection, d: Dialect, run_id: str, reader: NodeReader) -> list[JSON]:
+    """The original manifest first, then every supersession; PLAIT-E017, E010."""
+    rows = conn.execute(
+        d.q("SELECT payload FROM manifests WHERE run_id = ? ORDER BY seq"), (run_id,)
+    ).fetchall()
+    if not rows:
+        require_run(conn, d, run_id)
+    payloads = [row[0] for row in rows]
+    reader.prefetch(payloads)
+    try:
+        return [reader.decode(payload) for payload in payloads]
+    except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+        raise PlaitError("E010", f"manifest of run '{run_id}' is corrupted: {exc}") from exc
+
+
+def load_journal(
+    conn: Connection, d: Dialect, run_id: str, after_seq: int, reader: NodeReader
+) -> Journal:
+    """Every journal item of the run after ``after_seq``; PLAIT-E017, E010."""
+    rows = conn.execute(d.q(SELECT_ROWS), (run_id, after_seq)).fetchall()
+    if not rows:
+        require_run(conn, d, run_id)
+    journal = Journal(run_id)
+    reader.prefetch(row[-1] for row in rows if row[1] != "checkpoint")
+    try:
+        for row in rows:
+            add_row(journal, row[0], row[1:], reader.decode)
+    except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+        raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
+    return journal
+
+
+def read_checkpoint(
+    conn: Connection, d: Dialect, run_id: str, seq: int, reader: NodeReader
+) -> bytes:
+    """The exact canonical bytes of checkpoint ``seq``; PLAIT-E010 if they fail their hash."""
+    row = conn.execute(
+        d.q(
+            "SELECT sha256, size, payload FROM journal"
+            " WHERE run_id = ? AND seq = ? AND item = 'checkpoint'"
+        ),
+        (run_id, seq),
+    ).fetchone()
+    if row is None:
+        require_run(conn, d, run_id)
+        raise PlaitError("E010", f"run '{run_id}' has no checkpoint at seq {seq}")
+    sha, size, payload = row
+    try:
+        reader.prefetch([payload])
+        data = dumpb(reader.decode(payload))
+    except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
+        raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
+    if len(data) != size or sha256_hex(data) != sha:
+        raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
+    return data
+
+
+def latest_checkpoint(conn: Connection, d: Dialect, run_id: str) -> CheckpointMeta | None:
+    """The last checkpoint written, or None; PLAIT-E017 for an unknown run."""
+    row = conn.execute(
+        d.q(
+            "SELECT seq, superstep, sha256, size FROM journal"
+            " WHERE run_id = ? AND item = 'checkpoint' ORDER BY seq DESC LIMIT 1"
+        ),
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        require_run(conn, d, run_id)
+        return None
+    return CheckpointMeta(*row)
+
+
+def duplicate_key(where: str, run_id: str, item: str, key: str) -> PlaitError:
+    """PLAIT-E020 for an intent or result whose journal key the run already has."""
+    article = "an" if item == "intent" else "a"
+    return PlaitError(
+        "E020",
+        f"storage error on {where}: run '{run_id}' already has {article} {item}"
+        f" for journal key {key}",
+    )
