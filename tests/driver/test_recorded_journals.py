@@ -133,7 +133,10 @@ def workflows_here(monkeypatch: pytest.MonkeyPatch) -> None:
             where = FLOWS / where.relative_to(recorded)
         return load(where, *args, **kw)
 
-    monkeypatch.setattr(workflow_package, "load_workflow", load_here)
+    # Every plait module that bound the loader by name (the definition layer reads files).
+    for name, module in sorted(sys.modules.items()):
+        if name.startswith("plait.") and getattr(module, "load_workflow", None) is load:
+            monkeypatch.setattr(module, "load_workflow", load_here)
 
 
 def only_ask(db: Path, run_id: str) -> dict[str, Any]:
