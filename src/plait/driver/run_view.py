@@ -114,3 +114,11 @@ class RunView:
     def explain(self) -> dict[str, Any]:
         """Where each governed node in flight stands (``inspect_run.explain``)."""
         return explain(self)
+
+
+def parked_asks(store: Store, *, now_ms: int | None = None) -> list[dict[str, Any]]:
+    """The pending asks of every parked run; a parked child is listed as itself."""
+    found: list[dict[str, Any]] = []
+    for info in store.list_runs("parked"):
+        found.extend(RunView(store, info.run_id, now_ms=now_ms).asks(children=False))
+    return found

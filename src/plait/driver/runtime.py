@@ -2,9 +2,8 @@
 
 A facade: each verb is one call into the module that does that job (``starting``,
 ``resuming``, ``driving``, ``forking``, ``children``, ``steering``, ``run_view``), all
-sharing one ``Host`` (store, clock, principal). A run's manifest pins its definition at
-start; resume, verify and fork rebuild the run's environment from that manifest, so a
-changed workflow file can never silently change a run.
+sharing one ``Host`` (store, clock, principal); a ``Workflow`` becomes a
+``RunDefinition`` here, and nothing below sees one.
 """
 
 from __future__ import annotations
@@ -14,22 +13,19 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from plait.core.errors import PlaitError
 from plait.core.events import ClockReading, Event, Start
 from plait.driver import steering
-from plait.driver.admission import budgets_of
 from plait.driver.answers import Answer
 from plait.driver.clock import Clock, clock_from_env
-from plait.driver.defaults import check_epoch, default_db, default_principal, max_checkpoint_bytes
+from plait.driver.defaults import default_db, default_principal, max_checkpoint_bytes
 from plait.driver.driving import Drive, NewRun, drive_run
-from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.forking import fork_run
 from plait.driver.host import Host
 from plait.driver.resuming import resume_run
 from plait.driver.run_ids import check_principal
-from plait.driver.run_view import RunView
+from plait.driver.run_view import RunView, parked_asks
 from plait.driver.starting import check_new_run, create_run
-from plait.driver.verify import VerifyReport, verify_run
+from plait.driver.verify import VerifyReport, verify_pinned
 from plait.driver.wave import Observer, RunResult
 from plait.store import open_store
 from plait.store.base import Store
@@ -188,18 +184,7 @@ class Runtime:
 
     def verify(self, run_id: str, *, workflow: Workflow | None = None) -> VerifyReport:
         """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
-        manifest = self.host.manifest(run_id)
-        check_epoch(run_id, manifest)  # another engine generation's journal replays differently
-        # Verify starts from the ceilings pinned at start; raises apply where they were fed.
-        budgets = budgets_of(manifest, None)
-        if workflow is None and "tool_schemas" in manifest:
-            # Everything verify needs is pinned: no workflow file, tool module or model.
-            env = env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
-            return verify_run(self.store, run_id, env)
-        if workflow is None and manifest.get("source") is None:
-            raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
-        definition = self.host.definitions.pinned(manifest, workflow)
-        return verify_run(self.store, run_id, make_env(definition, budgets))
+        return verify_pinned(self.host, run_id, workflow)
 
     def view(self, run_id: str) -> RunView:
         """The run read back: its standing, effects, asks and flows (one read each)."""
@@ -215,11 +200,7 @@ class Runtime:
         """What waits for a human: pending asks of one run (and its children), or of all."""
         if run_id is not None:
             return self.view(run_id).asks()
-        found: list[dict[str, Any]] = []
-        now = self.clock()
-        for info in self.store.list_runs("parked"):  # a parked child is listed as itself
-            found.extend(RunView.load(self.store, info.run_id, now_ms=now).asks(children=False))
-        return found
+        return parked_asks(self.store, now_ms=self.clock())
 
     # --- answers and steering -------------------------------------------------------
 
@@ -257,8 +238,6 @@ class Runtime:
     def raise_budget(self, run_id: str, raised: dict[str, Any]) -> None:
         """Journal raised ceilings (in the units a run keeps); fed as BudgetRaised."""
         steering.raise_budget(self.host, run_id, raised)
-
-    # --- sync wrappers --------------------------------------------------------------
 
     def run_sync(self, workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
         return asyncio.run(self.start(workflow, input, **kwargs))

@@ -12,19 +12,27 @@ one the journal holds (a re-emission after a resume was adopted, not journaled).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import dumps, loads
 from plait.core.env import Budgets, StepEnv
+from plait.core.errors import PlaitError
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.core.step import step
+from plait.driver.admission import budgets_of
 from plait.driver.checkpoints import decode_checkpoint
+from plait.driver.defaults import check_epoch
+from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.feeds import FEED, decode_events
+from plait.driver.host import Host
 from plait.store.base import Store
 from plait.store.records import IntentRecord
+
+if TYPE_CHECKING:
+    from plait.workflow import Workflow
 
 
 @dataclass
@@ -217,3 +225,19 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
     else:
         up_to = f"superstep {state.superstep}"
     return VerifyReport(run_id, True, compared, up_to)
+
+
+def verify_pinned(host: Host, run_id: str, workflow: Workflow | None = None) -> VerifyReport:
+    """Verify ``run_id`` against what it pinned: its manifest alone when it pinned its tool
+    schemas (no workflow file, tool module or model), else its pinned definition."""
+    manifest = host.manifest(run_id)
+    check_epoch(run_id, manifest)  # another engine generation's journal replays differently
+    # Verify starts from the ceilings pinned at start; raises apply where they were fed.
+    budgets = budgets_of(manifest, None)
+    if workflow is None and "tool_schemas" in manifest:
+        env = env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
+        return verify_run(host.store, run_id, env)
+    if workflow is None and manifest.get("source") is None:
+        raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
+    definition = host.definitions.pinned(manifest, workflow)
+    return verify_run(host.store, run_id, make_env(definition, budgets))
