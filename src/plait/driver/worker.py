@@ -56,14 +56,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
@@ -72,9 +70,10 @@ from plait.driver.owner import owner_alive, this_process
 from plait.driver.runtime import Runtime
 from plait.store.base import Listener, WorkStore
 from plait.store.records import LeaseOwner
+from plait.workflow.run_definition import Definitions
 
 if TYPE_CHECKING:
-    from plait.workflow import Workflow
+    pass
 
 DEFAULT_POLL_MS = 1000
 MAX_BACKOFF_S = 60.0
@@ -146,6 +145,8 @@ class Worker:
         if not isinstance(store, WorkStore):  # a Runtime(store=...) of the caller's own
             raise PlaitError("E020", f"the store {store!r} cannot hand out work to workers")
         self.runtime = runtime
+        # A worker drives many runs of few files: each version of a file is loaded once.
+        runtime.host.definitions = Definitions(cache_files=True)
         self.store: WorkStore = store
         self.concurrency = concurrency
         self.poll_s = poll_ms / 1000
@@ -161,8 +162,6 @@ class Worker:
         self._in_flight: dict[Future[Any], _Claim] = {}
         self._failures: dict[str, tuple[int, float]] = {}  # run id -> (count, retry at)
         self._lost: set[tuple[str, int]] = set()
-        self._workflows: dict[tuple[str, int, int], Workflow] = {}
-        self._load_lock = threading.Lock()
         self._listening: Listener | None = None  # the listener thread's current connection
 
     # --- control ---
@@ -313,43 +312,14 @@ class Worker:
         resumed = False
         try:
             manifest = dict(self.store.manifests(claim.run_id)[0])
-            workflow = self._workflow(manifest)
             resumed = True  # from here on resume releases the lease, whatever happens
             result = asyncio.run(
-                self.runtime.resume(
-                    claim.run_id, workflow=workflow, token=claim.token, manifest=manifest
-                )
+                self.runtime.resume(claim.run_id, token=claim.token, manifest=manifest)
             )
             return result.status, result.redelivered
         finally:
             if not resumed:
                 self.runtime.release_lease(claim.run_id, claim.token)
-
-    def _workflow(self, manifest: dict[str, Any]) -> Workflow | None:
-        """The run's workflow file, loaded once per version of the file and shared.
-
-        Loading imports the tools' modules, which briefly changes ``sys.path`` and
-        ``sys.stdout`` for the whole process: loads are serialized here. ``resume``
-        still checks the loaded definition against the one pinned at start (E010).
-        ``Workflow.plan()`` is remembered per instance, so the shared one is judged once.
-        """
-        source = manifest.get("source")
-        if not source:
-            return None  # resume says why (E010: started from Python)
-        from plait.workflow import load_workflow
-
-        with self._load_lock:
-            try:
-                stat = os.stat(source)
-            except OSError:
-                return None  # resume reports the missing file
-            key = (str(source), stat.st_mtime_ns, stat.st_size)
-            workflow = self._workflows.get(key)
-            if workflow is None:
-                workflow = load_workflow(Path(source))
-                self._workflows = {k: v for k, v in self._workflows.items() if k[0] != key[0]}
-                self._workflows[key] = workflow
-            return workflow
 
     # --- notifications ---
 

@@ -11,6 +11,8 @@ child workflow) and asking MCP servers what they offer happen here, behind
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,12 +86,45 @@ def definition_of(workflow: Workflow) -> RunDefinition:
 
 class Definitions:
     """Where the driver gets definitions it was not handed: a run's pinned one, a
-    subgraph's child, a definition with what its MCP servers offer now."""
+    subgraph's child, a definition with what its MCP servers offer now.
+
+    ``cache_files``: load each version of a run's source file once and share it (a
+    worker's runtime drives many runs of few files). Loading imports the tools' modules,
+    which briefly changes ``sys.path`` and ``sys.stdout`` for the whole process, so
+    cached loads are serialized."""
+
+    def __init__(self, *, cache_files: bool = False) -> None:
+        self._files: dict[tuple[str, str | None, int, int], Workflow] | None = (
+            {} if cache_files else None
+        )
+        self._lock = threading.Lock()
 
     def pinned(self, manifest: dict[str, Any], workflow: Workflow | None = None) -> RunDefinition:
         """The run's definition: ``workflow`` (the caller's) or its source file, checked
         against the pin (PLAIT-E010 when it no longer matches)."""
+        if workflow is None and self._files is not None:
+            workflow = self._source_of(manifest)
         return definition_of(pinned_workflow(manifest, workflow))
+
+    def _source_of(self, manifest: dict[str, Any]) -> Workflow | None:
+        """The run's source file as last loaded, unless it changed since; None when it
+        cannot be read here (``pinned_workflow`` then says why)."""
+        source = manifest.get("source")
+        if not source or self._files is None:
+            return None
+        model = (manifest["workflow"].get("llm") or {}).get("model")
+        with self._lock:
+            try:
+                stat = os.stat(source)
+            except OSError:
+                return None
+            key = (str(source), model, stat.st_mtime_ns, stat.st_size)
+            workflow = self._files.get(key)
+            if workflow is None:
+                workflow = load_workflow(Path(source), model)
+                self._files = {k: v for k, v in self._files.items() if k[0] != key[0]}
+                self._files[key] = workflow
+            return workflow
 
     def child(self, parent: RunDefinition, path: str) -> RunDefinition:
         """The workflow file of a subgraph node, relative to the parent's folder."""
