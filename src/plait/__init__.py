@@ -14,6 +14,7 @@ from plait.driver.inprocess import run_in_memory, run_sync
 from plait.driver.runtime import Runtime
 from plait.driver.verify import VerifyReport
 from plait.driver.wave import RunResult
+from plait.version import __version__ as __version__
 from plait.workflow import Workflow, load_workflow
 
 if TYPE_CHECKING:
@@ -65,4 +66,3 @@ __all__ = [
     "run_in_memory",
     "run_sync",
 ]
-__version__ = "0.1.0"

@@ -11,8 +11,8 @@ package is for, not a circle.
 *Module-level* imports (the body of a module or a class) run when the module is imported:
 a circle of them can fail depending on which module is imported first, so there must be
 none anywhere. *Function-level* imports run when the function is called: a circle through
-one is the usual way to dodge a module-level circle. Packages that have broken all of
-theirs are held to that (``NO_DEFERRED_CIRCLES``).
+one is the usual way to dodge a module-level circle, so plait has none of those either
+(``NO_DEFERRED_CIRCLES``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from pathlib import Path
 import plait
 
 SOURCE = Path(plait.__file__).parent
-NO_DEFERRED_CIRCLES = ("plait.governance", "plait.models")
+NO_DEFERRED_CIRCLES = ("plait",)
 """Packages with no circle even counting function-level imports (a lazy import for an
-optional SDK is fine, as long as it closes no circle)."""
+optional SDK is fine, as long as it closes no circle): all of plait."""
 
 
 @dataclass(frozen=True)

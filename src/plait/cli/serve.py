@@ -20,8 +20,8 @@ from plait.cli.common import AsOption, DbOption, JsonOption
 from plait.cli.output import EXIT_REFUSED, Output
 from plait.core.errors import PlaitError
 from plait.driver.defaults import default_db
-from plait.server import DEFAULT_MAX_BODY_BYTES
 from plait.server.auth import TOKEN_ENV, resolve_token
+from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.store import open_store
 
 SERVER_MODULES = ("fastapi", "uvicorn")

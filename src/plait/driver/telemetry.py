@@ -33,6 +33,7 @@ from plait.core.llm_loop import CALL_PREFIX, LLM_EXECUTOR
 from plait.core.outcomes import Completed, EffectOutcome
 from plait.core.state import OpenPhase, Phase, SchedulerState
 from plait.driver.wave import Executor, RunResult, Watch, WaveEffect
+from plait.version import __version__
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -104,8 +105,6 @@ def run_trace(
         return NO_TRACE
     trace, context = api
     try:
-        from plait import __version__
-
         provider = None if setting is None or setting is True else setting
         tracer = trace.get_tracer("plait", __version__, tracer_provider=provider)
         span = tracer.start_span(

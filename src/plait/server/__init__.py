@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from plait.server.app import create_app
 
-DEFAULT_MAX_BODY_BYTES = 16 << 20
-"""The largest request body a server reads (16 MiB): a run input, an answer, a message.
-Here, not in settings.py, so ``plait serve`` can name it before FastAPI is imported."""
+from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 
 
 def __getattr__(name: str) -> Any:

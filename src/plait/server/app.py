@@ -15,8 +15,9 @@ from collections.abc import Callable
 from fastapi import FastAPI
 
 from plait.driver.defaults import default_db, default_principal
-from plait.server import DEFAULT_MAX_BODY_BYTES, commands, console, driving, errors, events, reading
+from plait.server import commands, console, driving, errors, events, reading
 from plait.server.auth import Access
+from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.server.paths import EncodedSegments
 from plait.server.settings import (
     DEFAULT_HEARTBEAT_S,

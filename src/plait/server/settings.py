@@ -15,8 +15,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from plait.driver.runtime import Runtime
-from plait.server import DEFAULT_MAX_BODY_BYTES
 from plait.server.auth import Access
+from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 
 DEFAULT_POLL_S = 0.25
 DEFAULT_HEARTBEAT_S = 15.0

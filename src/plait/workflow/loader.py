@@ -43,7 +43,7 @@ from plait.workflow.definition import (
 )
 from plait.workflow.documents import flow_file, parse_file
 from plait.workflow.located import Place, line_at, plain, show
-from plait.workflow.subgraphs import Trail, subgraph_issues, subgraph_warnings
+from plait.workflow.subgraphs import Trail, subgraph_issues, subgraph_warnings, use_loader
 
 
 def load_workflow(
@@ -81,6 +81,9 @@ def load_child(path: Path, trail: Trail) -> tuple[Workflow, list[Problem]]:
     own children are judged too, each file once, and a file including itself is refused;
     with its warnings when the judging collects them."""
     return _load(path, None, trail.require_model, warn=trail.warn, trail=trail)
+
+
+use_loader(load_child)
 
 
 def _load(

@@ -15,6 +15,7 @@ definition itself; the loader does that for each child file.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +44,19 @@ class Trail:
 
     def name(self, path: Path) -> str:
         return os.path.relpath(path, self.root_dir)
+
+
+ChildLoader = Callable[[Path, "Trail"], "tuple[Workflow, list[Problem]]"]
+"""Loads and judges a child file as part of a judging (``loader.load_child``)."""
+
+_load_child: list[ChildLoader] = []
+"""The loader, registered by ``plait.workflow.loader`` when it is imported (the package
+imports it first): this module reads no file itself, and imports no loader."""
+
+
+def use_loader(load_child: ChildLoader) -> None:
+    """Judge child files with ``load_child`` (called once, by the loader module)."""
+    _load_child[:] = [load_child]
 
 
 def subgraph_issues(wf: Workflow, require_model: bool, trail: Trail | None = None) -> list[Issue]:
@@ -96,10 +110,8 @@ def _for_a_child(message: str) -> str:
 def _child_problems(path: Path, trail: Trail) -> list[Problem]:
     """Everything wrong with a child file (nothing when it is valid), its children included;
     its warnings go into ``trail.warned``."""
-    from plait.workflow.loader import load_child  # the loader judges files through this module
-
     try:
-        _, warnings = load_child(path, trail)
+        _, warnings = _load_child[0](path, trail)
     except PlaitError as exc:
         trail.warned[path.resolve()] = list(getattr(exc, "warnings", ()))
         return list(exc.problems)
