@@ -33,8 +33,8 @@ from plait.agent.run_state import (
 )
 from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
 from plait.core.state import SchedulerState
-from plait.driver.checkpoints import latest_state
 from plait.driver.clock import Clock
+from plait.driver.run_view import RunView
 from plait.driver.runtime import Runtime
 from plait.driver.verify import VerifyReport
 from plait.models.base import Model
@@ -308,14 +308,14 @@ class Agent(Generic[OutputT]):
         by: str | None,
     ) -> None:
         """Check every answer, then journal them all in one commit (``Runtime.respond_all``)."""
-        state = self.state(run_id)  # PLAIT-E017 for an unknown run
-        store = self._open_store()
-        manifest = dict(store.manifests(run_id)[0])
+        view = RunView(self._open_store(), run_id)
+        state = read_run_state(view, run_id, self._output_model)  # PLAIT-E017 if unknown
+        manifest = view.manifest
         pinned_workflow(manifest, self.workflow())  # PLAIT-E010 before any answer is written
         responder = by or runtime.principal
         planned = plan_answers(
             state,
-            latest_state(store, run_id),
+            view.state,
             manifest.get("principal"),
             approvals,
             deferred,

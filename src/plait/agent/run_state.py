@@ -357,12 +357,13 @@ def _tool_calls(response: ModelResponse) -> tuple[ToolCallPart, ...]:
 
 
 def read_run_state(
-    store: Store,
+    store: Store | RunView,
     run_id: str,
     output_type: type[BaseModel] | None = None,
 ) -> AgentRunState[Any]:
-    """The agent run ``run_id`` as its journal stands now (raises PLAIT-E017 if unknown)."""
-    view = RunView(store, run_id)
+    """The agent run ``run_id`` as its journal stands now (raises PLAIT-E017 if unknown);
+    from ``store``, or from a ``RunView`` of the run a caller reads more of."""
+    view = store if isinstance(store, RunView) else RunView(store, run_id)
     info = view.info
     journal = view.journal
     state = view.state
