@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from plait.core.canonical import JSON
@@ -19,7 +20,18 @@ DEFAULT_MAX_SUPERSTEPS = 1024
 DEFAULT_MAX_EFFECTS_PER_ATTEMPT = 64
 DEFAULT_LLM_MAX_TOKENS = 1024
 
-BUDGET_AXES: tuple[str, ...] = ("supersteps", "tokens", "usd", "wall_ms", "storage_bytes")
+
+class BudgetAxis(StrEnum):
+    """A budget axis; the value is its name in JSON and on the command line."""
+
+    SUPERSTEPS = "supersteps"
+    TOKENS = "tokens"
+    USD = "usd"
+    WALL_MS = "wall_ms"
+    STORAGE_BYTES = "storage_bytes"
+
+
+BUDGET_AXES: tuple[str, ...] = tuple(axis.value for axis in BudgetAxis)
 """Budget axes in the order they are checked (ARCHITECTURE.md §7)."""
 
 
@@ -110,4 +122,4 @@ class StepEnv:
         return make_reducer(self.plan.reducers)
 
 
-__all__ = ["BUDGET_AXES", "MISSING", "Budgets", "NodeExecutor", "StepEnv"]
+__all__ = ["BUDGET_AXES", "MISSING", "BudgetAxis", "Budgets", "NodeExecutor", "StepEnv"]

@@ -26,6 +26,7 @@ from plait.core.events import (
     ResponseSettled,
     Start,
 )
+from plait.core.fork import fork_state
 from plait.core.keys import JournalKey, child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed
 from plait.core.state import SchedulerState
@@ -383,7 +384,7 @@ class Runtime:
                 existing = self.store.load_journal(run_id)  # read under the lease
             env = make_env(workflow, _budgets_of(manifest, existing))
             if state is None:
-                state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
+                state = SchedulerState.new(run_id, env.plan)
             elif state.run_id != run_id:
                 raise PlaitError(
                     "E010", f"checkpoint belongs to run '{state.run_id}', not '{run_id}'"
@@ -512,13 +513,12 @@ class Runtime:
         wake_of = getattr(self.store, "wake_of", None)
         times: list[int] = []
         for entry in state.pending_asks.values():
-            if "wake_ms" in entry:
-                times.append(int(entry["wake_ms"]))
-            ask = entry.get("ask")
-            if isinstance(ask, dict) and ask.get("expires_at") is not None:
-                times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
-            if "child" in entry and wake_of is not None:
-                key = JournalKey.from_json(entry["key"])
+            if entry.wake_ms is not None:
+                times.append(int(entry.wake_ms))
+            if entry.expires_at is not None:
+                times.append((int(entry.expires_at) + 1) * 1000)  # expired: now//1000 > it
+            if entry.child is not None and wake_of is not None:
+                key = entry.key
                 child = wake_of(child_run_id(state.run_id, key))
                 if child is not None:
                     times.append(int(child))
@@ -650,10 +650,10 @@ class Runtime:
         if state.is_terminal():
             return events
         for entry_id, entry in sorted(state.pending_asks.items()):
-            if "child" not in entry:
+            if entry.child is None:
                 continue
-            key = JournalKey.from_json(entry["key"])
-            path = env.executors[entry["node"]].name
+            key = entry.key
+            path = env.executors[entry.node].name
             outcome = await children(key, path, None)
             if outcome is not None:
                 journal.result(key, outcome, now)
@@ -710,9 +710,7 @@ class Runtime:
         meta = metas[0] if at is not None else metas[-1]
         seed = loads(self.store.read_checkpoint(run_id, meta.seq))
         fork_id = new_run_id or new_run_id_for_fork(run_id)
-        scheduler = dict(seed["scheduler"])
-        scheduler["run_id"] = fork_id
-        state = SchedulerState.from_json(scheduler)
+        state = fork_state(SchedulerState.from_json(seed["scheduler"]), fork_id)
         if workflow is not None:
             plan = workflow.plan()
             if len(plan.nodes) != len(state.node_state) or len(plan.edges) != len(state.edge_fired):
@@ -721,9 +719,6 @@ class Runtime:
                     f"cannot fork '{run_id}' onto workflow '{workflow.name}': it has a different"
                     " number of nodes or edges than the checkpoint",
                 )
-        if isinstance(state.phase, dict) and "Finished" in state.phase:
-            state.phase = "Idle"  # a fork continues; re-running the finish is its own decision
-        state.exhausted = None
         data = dumpb({"scheduler": state.to_json(), "decisions": seed["decisions"]})
         if len(data) > self.max_checkpoint_bytes:  # its own first checkpoint: refused, as a wave's
             raise checkpoint_too_large(

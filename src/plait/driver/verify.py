@@ -156,7 +156,7 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             else:
                 state = SchedulerState.from_json(loads(stored_bytes(seq))["scheduler"])
         if state is None:
-            state = SchedulerState.new(run_id, len(plan.nodes), len(plan.edges))
+            state = SchedulerState.new(run_id, plan)
         for item in body["events"]:
             if "budget_raised" in item:  # the raise applies from here on, as it did live
                 merged = {**env.budgets.to_json(), **item["budget_raised"]}
