@@ -99,9 +99,10 @@ class InvalidMove(Exception):
 def move(state: SchedulerState, node: int, why: Move) -> NodeState:
     """Move ``node`` as ``why`` says, checked against the table; returns its new state."""
     current = state.node_state[node]
-    to = TRANSITIONS[current].get(why)
-    if to is None:
-        raise InvalidMove(f"node {node}: {current} cannot move on {why}")
+    try:
+        to = TRANSITIONS[current][why]
+    except KeyError:
+        raise InvalidMove(f"node {node}: {current} cannot move on {why}") from None
     state.node_state[node] = to
     return to
 
