@@ -49,11 +49,11 @@ class AbstractFlow:
     """plait's own: governance refusals of this attempt (shown by trace), absent when none."""
 
     def to_json(self) -> dict[str, Any]:
-        return _FLOW.encode(self)
+        return FLOW_CODEC.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, Any]) -> AbstractFlow:
-        return _FLOW.decode(value)
+        return FLOW_CODEC.decode(value)
 
 
-_FLOW: RecordCodec[AbstractFlow] = RecordCodec(AbstractFlow)
+FLOW_CODEC: RecordCodec[AbstractFlow] = RecordCodec(AbstractFlow)

@@ -134,9 +134,9 @@ def enum(cls: type[Enum]) -> ValueCodec:
     return ValueCodec(None, by_value.__getitem__)
 
 
-def nested(cls: type[Any]) -> ValueCodec:
-    """A record with its own ``to_json``/``from_json``."""
-    return ValueCodec(lambda v: v.to_json(), cls.from_json)
+def nested(record: RecordCodec[Any]) -> ValueCodec:
+    """A record inside another, through its own codec."""
+    return ValueCodec(record.encode, record.decode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +151,16 @@ class Variant:
 
 def tagged(*variants: Variant) -> ValueCodec:
     """A union of records, told apart by their tag."""
-    by_cls = {v.cls: v for v in variants}
+    units: dict[type[Any], str] = {v.cls: v.tag for v in variants if v.payload is None}
+    payloads = {v.cls: (v.tag, _apply(v.payload, "enc")) for v in variants if v.payload}
     by_tag = {v.tag: v for v in variants}
 
     def enc(value: Any) -> JSON:
-        arm = by_cls[type(value)]
-        if arm.payload is None:
-            return arm.tag
-        return {arm.tag: _apply(arm.payload, "enc")(value)}
+        unit = units.get(type(value))
+        if unit is not None:
+            return unit
+        tag, payload = payloads[type(value)]
+        return {tag: payload(value)}
 
     def dec(value: JSON) -> Any:
         if isinstance(value, str):

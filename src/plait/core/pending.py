@@ -82,11 +82,14 @@ class PendingAsk:
         return None if self.tool_call_id is ABSENT else self.tool_call_id
 
     def to_json(self) -> dict[str, JSON]:
-        return _ASK.encode(self)
+        return ASK_CODEC.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, JSON]) -> PendingAsk:
-        return _ASK.decode(value)
+        return ASK_CODEC.decode(value)
+
+
+ASK_CODEC: RecordCodec[PendingAsk] = RecordCodec(PendingAsk)
 
 
 class TaskState(StrEnum):
@@ -105,12 +108,11 @@ class SendTask:
     state: TaskState = json_field(enum(TaskState), default=TaskState.QUEUED)
 
     def to_json(self) -> dict[str, JSON]:
-        return _TASK.encode(self)
+        return TASK_CODEC.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, JSON]) -> SendTask:
-        return _TASK.decode(value)
+        return TASK_CODEC.decode(value)
 
 
-_ASK: RecordCodec[PendingAsk] = RecordCodec(PendingAsk)
-_TASK: RecordCodec[SendTask] = RecordCodec(SendTask)
+TASK_CODEC: RecordCodec[SendTask] = RecordCodec(SendTask)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from plait.core.abstract import AbstractFlow
+from plait.core.abstract import FLOW_CODEC, AbstractFlow
 from plait.core.canonical import JSON
 from plait.core.codec import (
     COPY_DICT,
@@ -37,7 +37,7 @@ from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey, call_id
 from plait.core.node_states import EdgeRes, NodeState, edge_res_of, node_state_of
 from plait.core.outcomes import RunOutcome
-from plait.core.pending import PendingAsk, SendTask
+from plait.core.pending import ASK_CODEC, TASK_CODEC, PendingAsk, SendTask
 from plait.core.plan import Plan
 
 
@@ -58,6 +58,9 @@ class Spent:
     @staticmethod
     def from_json(value: dict[str, Any]) -> Spent:
         return _SPENT.decode(value)
+
+
+_SPENT: RecordCodec[Spent] = RecordCodec(Spent)
 
 
 _PAIRS = list_of(COPY_LIST)
@@ -91,6 +94,9 @@ class DecisionRecord:
         return _RECORD.decode(value)
 
 
+_RECORD: RecordCodec[DecisionRecord] = RecordCodec(DecisionRecord)
+
+
 _OUTSTANDING = ValueCodec(
     lambda keys: [k.to_json() for k in sorted(keys, key=JournalKey.sort_key)],
     lambda keys: {JournalKey.from_json(k) for k in keys},
@@ -103,11 +109,14 @@ class OpenPhase:
 
     outstanding: set[JournalKey] = json_field(_OUTSTANDING)
     results: dict[int, JSON] = json_field(int_keys())
-    record: DecisionRecord = json_field(nested(DecisionRecord))
+    record: DecisionRecord = json_field(nested(_RECORD))
     send_results: dict[str, JSON] = json_field(COPY_DICT, omit_default=True, default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"Open": _OPEN.encode(self)}
+
+
+_OPEN: RecordCodec[OpenPhase] = RecordCodec(OpenPhase)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +136,7 @@ IDLE = Idle()
 
 _PHASE = tagged(
     Variant(Idle, "Idle"),
-    Variant(OpenPhase, "Open", ValueCodec(lambda p: _OPEN.encode(p), lambda b: _OPEN.decode(b))),
+    Variant(OpenPhase, "Open", nested(_OPEN)),
     Variant(Finished, "Finished", ValueCodec(lambda f: f.outcome, Finished)),
 )
 _NODE_STATES = ValueCodec(None, lambda v: [node_state_of(x) for x in v])
@@ -154,19 +163,19 @@ class SchedulerState:
     attempt: list[int] = json_field(COPY_LIST)
     attempt_base: list[int] = json_field(COPY_LIST)
     context: dict[str, Any] = json_field()
-    spent: Spent = json_field(nested(Spent), default_factory=Spent)
+    spent: Spent = json_field(nested(_SPENT), default_factory=Spent)
     elapsed_ms: int = 0
     clock_ms: int = 0
     wall_open: int | None = None
     paused_at: int | None = None
     pending_asks: dict[str, PendingAsk] = json_field(
-        dict_of(nested(PendingAsk)), default_factory=dict
+        dict_of(nested(ASK_CODEC)), default_factory=dict
     )
     abstract_flows: dict[str, AbstractFlow] = json_field(
-        dict_of(nested(AbstractFlow)), default_factory=dict
+        dict_of(nested(FLOW_CODEC)), default_factory=dict
     )
     send_tasks: dict[str, SendTask] = json_field(
-        dict_of(nested(SendTask)), omit_default=True, default_factory=dict
+        dict_of(nested(TASK_CODEC)), omit_default=True, default_factory=dict
     )
     spawn_counter: dict[str, int] = json_field(COPY_DICT, omit_default=True, default_factory=dict)
     announced_asks: set[str] = json_field(SORTED_SET, default_factory=set)
@@ -223,7 +232,4 @@ def _waits_for_outside(state: SchedulerState, key: JournalKey) -> bool:
     return call_id(key) in state.pending_asks
 
 
-_SPENT: RecordCodec[Spent] = RecordCodec(Spent)
-_RECORD: RecordCodec[DecisionRecord] = RecordCodec(DecisionRecord)
-_OPEN: RecordCodec[OpenPhase] = RecordCodec(OpenPhase)
 _STATE: RecordCodec[SchedulerState] = RecordCodec(SchedulerState)
