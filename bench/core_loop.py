@@ -34,7 +34,7 @@ def plait_core_loop(n: int = N) -> int:
         executors=(NodeExecutor("tool", "work"), NodeExecutor("tool", "done")),
         budgets=Budgets(max_supersteps=n + 10),
     )
-    state = SchedulerState.new("bench", 2, 2)
+    state = SchedulerState.new("bench", plan)
     events: list = [ClockReading(0), Start({"i": 0})]
     clock = 0
     while True:

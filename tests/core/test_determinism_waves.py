@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from plait.core.env import Budgets, NodeExecutor, StepEnv
 from plait.core.events import Dispatch, Event, InputReceived
 from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
+from plait.core.pending import PendingAsk
 from plait.governance import Flow, called_ok, is_true
 from support.core_harness import Trace, drive_waves, make_plan
 
@@ -69,9 +70,10 @@ def tools_and_model(
     return effect
 
 
-def approvals(entry: dict[str, Any]) -> EffectOutcome:
+def approvals(entry: PendingAsk) -> EffectOutcome:
     """Approve calls one and three, deny the others; an ask node's answer names it."""
-    ask = entry["ask"]
+    ask = entry.ask
+    assert ask is not None
     if ask["tool_name"] is None:
         return Completed({"answer": ask["node"]})
     if ask["input"].get("q") in ("one", "three"):

@@ -58,7 +58,7 @@ def state_bytes(state: SchedulerState) -> bytes:
 
 
 def fresh(env: StepEnv) -> SchedulerState:
-    return SchedulerState.new(RUN, len(env.plan.nodes), len(env.plan.edges))
+    return SchedulerState.new(RUN, env.plan)
 
 
 Inject = Callable[[int, list[Event]], list[Event]]
@@ -318,7 +318,7 @@ def test_a_reducer_error_at_close_outranks_a_higher_node_that_failed_on_arrival(
 
 
 def idle_state(plan: Plan, node_state: list[str], edge_fired: list[int]) -> SchedulerState:
-    state = SchedulerState.new(RUN, len(plan.nodes), len(plan.edges))
+    state = SchedulerState.new(RUN, plan)
     state.superstep = 4
     state.node_state = node_state
     state.edge_fired = edge_fired

@@ -26,6 +26,7 @@ from plait.core.events import (
     WriteCheckpoint,
 )
 from plait.core.outcomes import Completed, EffectOutcome, Failed
+from plait.core.pending import PendingAsk
 from plait.core.plan import EdgeSpec, NodeSpec, Plan, build_plan
 from plait.core.state import SchedulerState
 from plait.core.step import step
@@ -78,7 +79,7 @@ def drive(
     clock_step: int = 10,
     max_waves: int = 100_000,
 ) -> Trace:
-    state = SchedulerState.new("run-test", len(env.plan.nodes), len(env.plan.edges))
+    state = SchedulerState.new("run-test", env.plan)
     trace = Trace(state)
     clock = 1_000
     events: list[Event] = [ClockReading(clock), Start(input)]
@@ -116,7 +117,7 @@ def drive_waves(
     effect: Callable[[Dispatch], EffectOutcome],
     input: Any = None,
     *,
-    answer: Callable[[dict[str, Any]], EffectOutcome] | None = None,
+    answer: Callable[[PendingAsk], EffectOutcome] | None = None,
     permute: Callable[[list[Event]], list[Event]] | None = None,
     before: dict[int, list[Event]] | None = None,
     clock_step: int = 10,
@@ -126,7 +127,7 @@ def drive_waves(
     is parked, every pending ask answered at once by ``answer`` (one batch of
     ``ResponseSettled``, reordered by ``permute`` like a wave's results). ``before[n]``:
     events fed ahead of the n-th batch (a steering message, say)."""
-    state = SchedulerState.new("run-test", len(env.plan.nodes), len(env.plan.edges))
+    state = SchedulerState.new("run-test", env.plan)
     trace = Trace(state)
     clock = 1_000
     events: list[Event] = [ClockReading(clock), Start(input)]

@@ -162,8 +162,8 @@ def _deferred(call_id: str, part: ToolReturnPart, value: Any) -> Answer:
 def _expires_at(scheduler: SchedulerState | None, part: ToolReturnPart) -> int | None:
     if scheduler is None or part.ask_id is None:
         return None
-    entry = scheduler.pending_asks.get(part.ask_id) or {}
-    expires_at = (entry.get("ask") or {}).get("expires_at")
+    entry = scheduler.pending_asks.get(part.ask_id)
+    expires_at = None if entry is None else entry.expires_at
     return int(expires_at) if expires_at is not None else None
 
 

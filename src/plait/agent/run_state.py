@@ -30,7 +30,6 @@ from typing import Any, Generic
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
 
-from plait.core.keys import JournalKey
 from plait.core.llm_loop import CALL_PREFIX
 from plait.core.state import SchedulerState
 from plait.driver.feeds import FEED
@@ -491,15 +490,15 @@ def _hitl(
     approvals: list[ToolReturnPart] = []
     deferred: list[ToolReturnPart] = []
     for ask_id in sorted(state.pending_asks, key=lambda a: _ask_order(state, a)):
-        entry = _dict(state.pending_asks[ask_id])
-        ask = _dict(entry.get("ask"))
+        entry = state.pending_asks[ask_id]
+        ask = _dict(entry.ask)
         name = ask.get("tool_name")
         if not name:
             continue  # an ask node (or a timer, a child run), not a tool call
-        if "key" in entry and JournalKey.from_json(entry["key"]) in journal.results:
+        if entry.key in journal.results:
             continue  # answered; the next drive settles it
         # The loop keeps the model's call id with the ask; older checkpoints may lack it.
-        call_id = entry.get("tool_call_id") or next(
+        call_id = entry.model_call_id or next(
             (c.tool_call_id for c in calls if c.tool_name == name and c.args == ask.get("input")),
             ask_id,
         )
@@ -511,8 +510,7 @@ def _hitl(
 
 def _ask_order(state: SchedulerState, ask_id: str) -> tuple[int, str]:
     """Tool asks in the order the model called them (their effect_seq), then by id."""
-    key = _dict(state.pending_asks[ask_id]).get("key")
-    return (JournalKey.from_json(key).effect_seq if key else -1, ask_id)
+    return (state.pending_asks[ask_id].key.effect_seq, ask_id)
 
 
 def _idle_messages(journal: Journal, state: SchedulerState | None) -> tuple[str, ...]:

@@ -12,10 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from plait.core.canonical import JSON
+from plait.core.codec import ABSENT
 from plait.core.events import WriteIntent
 from plait.core.keys import JournalKey, call_id, child_run_id
 from plait.core.machine import StepContext, emit_effect
-from plait.core.state import AWAITING_CLIENT, DISPATCHED, OpenPhase
+from plait.core.node_states import Move, move
+from plait.core.pending import PendingAsk
+from plait.core.state import OpenPhase
 
 ASK_EXECUTOR = "ask"
 TIMER_EXECUTOR = "timer"
@@ -40,7 +43,7 @@ def register_ask(
     prompt: str,
     value: JSON,
     approval: bool,
-    extra: dict[str, Any] | None = None,
+    tool_call_id: Any = ABSENT,
 ) -> str:
     """Journal an ask and remember it as pending; returns its ask id."""
     state, env = s.state, s.env
@@ -57,10 +60,7 @@ def register_ask(
         "expires_at": expires_at,
         "approval": approval,
     }
-    entry: dict[str, Any] = {"key": key.to_json(), "node": node, "ask": ask}
-    if extra:
-        entry.update(extra)
-    state.pending_asks[ask_id] = entry
+    state.pending_asks[ask_id] = PendingAsk(key, node, ask=ask, tool_call_id=tool_call_id)
     journal_only(s, phase, key, ASK_EXECUTOR, value)
     return ask_id
 
@@ -72,7 +72,7 @@ def dispatch_ask_node(s: StepContext, phase: OpenPhase, node: int) -> None:
     spec = s.env.executors[node].spec
     key = JournalKey(state.run_id, "", s.env.plan.nodes[node].id, attempt, 0, "tool")
     phase.record.dispatched.append([node, attempt])
-    state.node_state[node] = AWAITING_CLIENT
+    move(state, node, Move.AWAITED)
     register_ask(
         s,
         phase,
@@ -93,9 +93,9 @@ def dispatch_timer_node(s: StepContext, phase: OpenPhase, node: int) -> None:
     key = JournalKey(state.run_id, "", s.env.plan.nodes[node].id, attempt, 0, "tool")
     wake_ms = state.clock_ms + int(s.env.executors[node].spec.get("sleep_ms", 0))
     phase.record.dispatched.append([node, attempt])
-    state.node_state[node] = AWAITING_CLIENT
+    move(state, node, Move.AWAITED)
     timer_id = call_id(key)
-    state.pending_asks[timer_id] = {"key": key.to_json(), "node": node, "wake_ms": wake_ms}
+    state.pending_asks[timer_id] = PendingAsk(key, node, wake_ms=wake_ms)
     journal_only(s, phase, key, TIMER_EXECUTOR, {"wake_ms": wake_ms})
 
 
@@ -115,15 +115,10 @@ def dispatch_subgraph_node(s: StepContext, phase: OpenPhase, node: int) -> None:
     attempt = state.attempt[node]
     key = JournalKey(state.run_id, "", s.env.plan.nodes[node].id, attempt, 0, "tool")
     phase.record.dispatched.append([node, attempt])
-    state.node_state[node] = DISPATCHED
-    entry = {"key": key.to_json(), "node": node, "child": child_run_id(state.run_id, key)}
-    state.pending_asks[call_id(key)] = entry
+    move(state, node, Move.DISPATCHED)
+    child = child_run_id(state.run_id, key)
+    state.pending_asks[call_id(key)] = PendingAsk(key, node, child=child)
     emit_effect(s, phase, key, SUBGRAPH_PREFIX + s.env.executors[node].name, state.context)
-
-
-def announceable(entry: dict[str, Any]) -> bool:
-    """Asks are announced in envelopes; timers are not (nobody answers them)."""
-    return "ask" in entry
 
 
 NOT_APPLYING = ("tool_name", "expires_at")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from plait.core.canonical import JSON
+from plait.core.codec import INT, RecordCodec, json_field
 from plait.core.conditions import evaluate
 from plait.core.plan import Plan, PlanEdge
 from plait.core.reducers import MISSING, make_reducer
@@ -19,7 +21,18 @@ DEFAULT_MAX_SUPERSTEPS = 1024
 DEFAULT_MAX_EFFECTS_PER_ATTEMPT = 64
 DEFAULT_LLM_MAX_TOKENS = 1024
 
-BUDGET_AXES: tuple[str, ...] = ("supersteps", "tokens", "usd", "wall_ms", "storage_bytes")
+
+class BudgetAxis(StrEnum):
+    """A budget axis; the value is its name in JSON and on the command line."""
+
+    SUPERSTEPS = "supersteps"
+    TOKENS = "tokens"
+    USD = "usd"
+    WALL_MS = "wall_ms"
+    STORAGE_BYTES = "storage_bytes"
+
+
+BUDGET_AXES: tuple[str, ...] = tuple(axis.value for axis in BudgetAxis)
 """Budget axes in the order they are checked (ARCHITECTURE.md §7)."""
 
 
@@ -27,30 +40,22 @@ BUDGET_AXES: tuple[str, ...] = ("supersteps", "tokens", "usd", "wall_ms", "stora
 class Budgets:
     """Ceilings per axis; None means no ceiling. usd is integer micro-dollars."""
 
-    max_supersteps: int = DEFAULT_MAX_SUPERSTEPS
+    max_supersteps: int = json_field(INT, default=DEFAULT_MAX_SUPERSTEPS)
     max_tokens: int | None = None
     max_usd_micros: int | None = None
     max_wall_ms: int | None = None
     max_storage_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "max_supersteps": self.max_supersteps,
-            "max_tokens": self.max_tokens,
-            "max_usd_micros": self.max_usd_micros,
-            "max_wall_ms": self.max_wall_ms,
-            "max_storage_bytes": self.max_storage_bytes,
-        }
+        return _BUDGETS.encode(self)
 
     @staticmethod
     def from_json(value: Mapping[str, Any]) -> Budgets:
-        return Budgets(
-            max_supersteps=int(value.get("max_supersteps", DEFAULT_MAX_SUPERSTEPS)),
-            max_tokens=value.get("max_tokens"),
-            max_usd_micros=value.get("max_usd_micros"),
-            max_wall_ms=value.get("max_wall_ms"),
-            max_storage_bytes=value.get("max_storage_bytes"),
-        )
+        """Absent ceilings are none (absent supersteps, the default)."""
+        return _BUDGETS.decode(dict(value))
+
+
+_BUDGETS: RecordCodec[Budgets] = RecordCodec(Budgets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,4 +115,4 @@ class StepEnv:
         return make_reducer(self.plan.reducers)
 
 
-__all__ = ["BUDGET_AXES", "MISSING", "Budgets", "NodeExecutor", "StepEnv"]
+__all__ = ["BUDGET_AXES", "MISSING", "BudgetAxis", "Budgets", "NodeExecutor", "StepEnv"]

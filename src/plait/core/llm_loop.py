@@ -28,10 +28,12 @@ from typing import Any
 from plait.core import asks, governed
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.node_states import Move, move
 from plait.core.outcomes import Completed, EffectOutcome, retryable
-from plait.core.state import DISPATCHED, DONE_OK, OpenPhase
+from plait.core.state import OpenPhase
 from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
 
 LLM_EXECUTOR = "llm"
@@ -55,7 +57,7 @@ def start_flow(s: StepContext, phase: OpenPhase, node: int) -> None:
     flow = AbstractFlow(node=node, attempt=state.attempt[node], messages=[Entry(first)])
     governed.begin(s, flow, state.context)
     state.abstract_flows[flow_key(node)] = flow
-    state.node_state[node] = DISPATCHED
+    move(state, node, Move.DISPATCHED)
     phase.record.dispatched.append([node, flow.attempt])
 
 
@@ -88,18 +90,18 @@ def _fail(s: StepContext, key: str, flow: AbstractFlow, detail: str) -> bool:
     return True
 
 
-def _refused_by_budget(s: StepContext) -> str | None:
+def _refused_by_budget(s: StepContext) -> BudgetAxis | None:
     """The token/usd reservation of one turn (§7): the axis that cannot fit, if any."""
     env, spent = s.env, s.state.spent
     budgets = env.budgets
     if budgets.max_tokens is not None:
         used = spent.input_tokens + spent.output_tokens
         if used + env.llm_reserve_tokens > budgets.max_tokens:
-            return "tokens"
+            return BudgetAxis.TOKENS
     if budgets.max_usd_micros is not None:
         reserve = env.llm_reserve_usd_micros or 0
         if spent.usd_micros + reserve > budgets.max_usd_micros:
-            return "usd"
+            return BudgetAxis.USD
     return None
 
 
@@ -203,7 +205,7 @@ def _serve_tools(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow)
             prompt=prompt,
             value=call["arguments"],
             approval=gate == "approval",
-            extra={"tool_call_id": call.get("id")},
+            tool_call_id=call.get("id"),
         )
     return True
 
@@ -349,7 +351,7 @@ def _finish(s: StepContext, fkey: str, flow: AbstractFlow, result: Any) -> None:
     del s.state.abstract_flows[fkey]
     phase = s.state.phase
     assert isinstance(phase, OpenPhase)
-    s.state.node_state[flow.node] = DONE_OK
+    move(s.state, flow.node, Move.COMPLETED)
     phase.results[flow.node] = result
 
 

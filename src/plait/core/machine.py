@@ -13,7 +13,8 @@ from typing import Any
 from plait.core.env import Reducer, StepEnv
 from plait.core.events import Command, Dispatch, WriteIntent
 from plait.core.keys import JournalKey
-from plait.core.state import DONE_FAILED, OpenPhase, SchedulerState
+from plait.core.node_states import Move, move
+from plait.core.state import OpenPhase, SchedulerState
 
 
 @dataclass(slots=True)
@@ -53,7 +54,7 @@ def emit_effect(
 
 def fail_node(state: SchedulerState, node: int, detail: str) -> None:
     """Fail-fast: the lowest failing node index wins, whatever the arrival order."""
-    state.node_state[node] = DONE_FAILED
+    move(state, node, Move.FAILED)
     if state.failed is None or node < state.failed[0]:
         state.failed = (node, detail)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.canonical import JSON, dumpb
+from plait.core.codec import INT, RecordCodec, json_field
 
 FAIL_CAUSES: tuple[str, ...] = (
     "Timeout",
@@ -34,26 +35,21 @@ def retryable(cause: str, kind: str) -> bool:
 class Usage:
     """What one effect consumed; tokens and integer micro-dollars (never floats)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    usd_micros: int = 0
+    input_tokens: int = json_field(INT, default=0)
+    output_tokens: int = json_field(INT, default=0)
+    usd_micros: int = json_field(INT, default=0)
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "usd_micros": self.usd_micros,
-        }
+        return _USAGE.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, Any] | None) -> Usage:
         if not value:
             return NO_USAGE
-        return Usage(
-            int(value.get("input_tokens", 0)),
-            int(value.get("output_tokens", 0)),
-            int(value.get("usd_micros", 0)),
-        )
+        return _USAGE.decode(value)
+
+
+_USAGE: RecordCodec[Usage] = RecordCodec(Usage)
 
 
 NO_USAGE = Usage()

@@ -16,15 +16,15 @@ from typing import Any
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task
+from plait.core.node_states import Move, NodeState, move
 from plait.core.outcomes import Completed, EffectOutcome, retryable
-from plait.core.state import DISPATCHED, DONE_OK, OpenPhase
+from plait.core.pending import SendTask, TaskState
+from plait.core.state import OpenPhase
 
 SEND_KEY = "$send"
 MAX_ENTRIES = 4096
 MAX_ORDINAL = 999_999
-QUEUED = "Queued"
-RUNNING = "Running"
-DONE = "Done"
+QUEUED, RUNNING, DONE = TaskState.QUEUED, TaskState.RUNNING, TaskState.DONE
 
 
 def _problem(s: StepContext, spawner: int, entries: Any) -> str | None:
@@ -58,7 +58,7 @@ def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
         if isinstance(result, dict) and SEND_KEY in result
     ]
     spawners.extend(
-        (state.send_tasks[path]["node"], path, result)
+        (state.send_tasks[path].node, path, result)
         for path, result in sorted(phase.send_results.items())
         if isinstance(result, dict) and SEND_KEY in result
     )
@@ -87,57 +87,52 @@ def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
             path = f"{parent}/{start + offset:06d}"
             target = s.env.plan.index[entry["node"]]
             value = entry.get("input")
-            state.send_tasks[path] = {
-                "node": target,
-                "input": {} if value is None else value,
-                "attempt": 0,
-                "state": QUEUED,
-            }
-            state.node_state[target] = DISPATCHED
+            state.send_tasks[path] = SendTask(target, {} if value is None else value)
+            move(state, target, Move.SPAWNED)
             phase.record.spawns.append([path, target])
         state.spawn_counter[parent] = start + len(entries)
 
 
 def queued(s: StepContext) -> list[str]:
-    return sorted(p for p, t in s.state.send_tasks.items() if t["state"] == QUEUED)
+    return sorted(p for p, t in s.state.send_tasks.items() if t.state == QUEUED)
 
 
 def dispatch_task(s: StepContext, phase: OpenPhase, path: str) -> None:
     state = s.state
     task = state.send_tasks[path]
-    task["attempt"] += 1
-    task["state"] = RUNNING
-    node = task["node"]
-    key = JournalKey(state.run_id, path, s.env.plan.nodes[node].id, task["attempt"], 0, "tool")
-    phase.record.task_dispatched.append([path, task["attempt"]])
-    emit_effect(s, phase, key, s.env.executors[node].name, task["input"])
+    task.attempt += 1
+    task.state = RUNNING
+    node = task.node
+    key = JournalKey(state.run_id, path, s.env.plan.nodes[node].id, task.attempt, 0, "tool")
+    phase.record.task_dispatched.append([path, task.attempt])
+    emit_effect(s, phase, key, s.env.executors[node].name, task.input)
 
 
 def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: EffectOutcome) -> None:
     state = s.state
     task = state.send_tasks.get(key.task_path)
-    if task is None or task["state"] != RUNNING:
+    if task is None or task.state != RUNNING:
         return
-    node = task["node"]
+    node = task.node
     if isinstance(outcome, Completed):
-        task["state"] = DONE
+        task.state = DONE
         phase.send_results[key.task_path] = outcome.result
     elif (
         retryable(outcome.cause, "tool")
-        and task["attempt"] <= s.env.plan.nodes[node].retries
+        and task.attempt <= s.env.plan.nodes[node].retries
         and state.cancel is None
     ):
-        task["state"] = QUEUED  # task-scoped retry, inside this superstep
+        task.state = QUEUED  # task-scoped retry, inside this superstep
         return
     else:
-        task["state"] = DONE
+        task.state = DONE
         detail = f"{outcome.cause}: {outcome.detail} (task {key.task_path})"
         fail_task(s, node, key.task_path, detail)
         return
-    if state.node_state[node] == DISPATCHED and all(
-        t["state"] == DONE for t in state.send_tasks.values() if t["node"] == node
+    if state.node_state[node] == NodeState.DISPATCHED and all(
+        t.state == DONE for t in state.send_tasks.values() if t.node == node
     ):
-        state.node_state[node] = DONE_OK
+        move(state, node, Move.DRAINED)
         phase.results.setdefault(node, None)
 
 
@@ -149,5 +144,5 @@ def merge_order(phase: OpenPhase) -> list[tuple[str, JSON]]:
 def forget_done(s: StepContext) -> None:
     """Drop settled tasks once merged: the state keeps only what is still in flight."""
     state = s.state
-    for path in [p for p, t in state.send_tasks.items() if t["state"] == DONE]:
+    for path in [p for p, t in state.send_tasks.items() if t.state == DONE]:
         del state.send_tasks[path]

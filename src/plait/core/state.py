@@ -9,52 +9,63 @@ feature keeps the bytes it had before the feature existed (§3.1, §3.2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from plait.core.abstract import AbstractFlow
+from plait.core.abstract import FLOW_CODEC, AbstractFlow
 from plait.core.canonical import JSON
+from plait.core.codec import (
+    COPY_DICT,
+    COPY_LIST,
+    INT,
+    PLAIN,
+    SORTED_SET,
+    RecordCodec,
+    ValueCodec,
+    Variant,
+    dict_of,
+    enum,
+    int_keys,
+    json_field,
+    list_of,
+    nested,
+    optional,
+    tagged,
+    tuple_of,
+)
+from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey, call_id
-
-WAITING = "Waiting"
-READY = "Ready"
-DISPATCHED = "Dispatched"
-AWAITING_CLIENT = "AwaitingClient"
-DONE_OK = "DoneOk"
-DONE_FAILED = "DoneFailed"
-DEAD = "Dead"
-NODE_STATES = (WAITING, READY, DISPATCHED, AWAITING_CLIENT, DONE_OK, DONE_FAILED, DEAD)
-UNRESOLVED = frozenset((WAITING, READY, DISPATCHED, AWAITING_CLIENT))
-"""Node states whose source has not settled at its current generation."""
-
-FIRED = "Fired"
-EDGE_DEAD = "Dead"
+from plait.core.node_states import EdgeRes, NodeState, edge_res_of, node_state_of
+from plait.core.outcomes import RunOutcome
+from plait.core.pending import ASK_CODEC, TASK_CODEC, PendingAsk, SendTask
+from plait.core.plan import Plan
 
 
 @dataclass(slots=True)
 class Spent:
     """What the run has consumed so far; every figure is a pure function of the journal."""
 
-    supersteps: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    usd_micros: int = 0
-    wall_ms: int = 0
-    storage_bytes: int = 0
+    supersteps: int = json_field(INT, default=0)
+    input_tokens: int = json_field(INT, default=0)
+    output_tokens: int = json_field(INT, default=0)
+    usd_micros: int = json_field(INT, default=0)
+    wall_ms: int = json_field(INT, default=0)
+    storage_bytes: int = json_field(INT, default=0)
 
     def to_json(self) -> dict[str, int]:
-        return {
-            "supersteps": self.supersteps,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "usd_micros": self.usd_micros,
-            "wall_ms": self.wall_ms,
-            "storage_bytes": self.storage_bytes,
-        }
+        return _SPENT.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, Any]) -> Spent:
-        return Spent(**{k: int(v) for k, v in value.items()})
+        return _SPENT.decode(value)
+
+
+_SPENT: RecordCodec[Spent] = RecordCodec(Spent)
+
+
+_PAIRS = list_of(COPY_LIST)
+"""A list of small arrays (``[edge, generation, outcome]``, ...), each read fresh."""
+_OBJECTS = list_of(COPY_DICT)
 
 
 @dataclass(slots=True)
@@ -64,116 +75,127 @@ class DecisionRecord:
     superstep: int
     clock_open_ms: int
     clock_close_ms: int = 0
-    edges: list[list[Any]] = field(default_factory=list)
-    dispatched: list[list[int]] = field(default_factory=list)
-    spawns: list[list[Any]] = field(default_factory=list)
-    task_dispatched: list[list[Any]] = field(default_factory=list)
-    violations: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[list[Any]] = json_field(_PAIRS, default_factory=list)
+    dispatched: list[list[int]] = json_field(_PAIRS, default_factory=list)
+    spawns: list[list[Any]] = json_field(_PAIRS, omit_default=True, default_factory=list)
+    task_dispatched: list[list[Any]] = json_field(_PAIRS, omit_default=True, default_factory=list)
+    violations: list[dict[str, Any]] = json_field(_OBJECTS, omit_default=True, default_factory=list)
     """Observe mode: final answers a ``require`` would have refused (§9), and the calls of
     a failing loop's last answer enforce mode would have refused. Kept here because the
     node's end takes its loop state with it."""
-    refused: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = json_field(_OBJECTS, omit_default=True, default_factory=list)
     """Governance refusals of a failing loop's last answer, which no later turn carries."""
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "superstep": self.superstep,
-            "clock_open_ms": self.clock_open_ms,
-            "clock_close_ms": self.clock_close_ms,
-            "edges": self.edges,
-            "dispatched": self.dispatched,
-        }
-        if self.spawns:
-            out["spawns"] = self.spawns
-        if self.task_dispatched:
-            out["task_dispatched"] = self.task_dispatched
-        if self.violations:
-            out["violations"] = self.violations
-        if self.refused:
-            out["refused"] = self.refused
-        return out
+        return _RECORD.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, Any]) -> DecisionRecord:
-        return DecisionRecord(
-            superstep=value["superstep"],
-            clock_open_ms=value["clock_open_ms"],
-            clock_close_ms=value["clock_close_ms"],
-            edges=[list(x) for x in value["edges"]],
-            dispatched=[list(x) for x in value["dispatched"]],
-            spawns=[list(x) for x in value.get("spawns", [])],
-            task_dispatched=[list(x) for x in value.get("task_dispatched", [])],
-            violations=[dict(x) for x in value.get("violations", [])],
-            refused=[dict(x) for x in value.get("refused", [])],
-        )
+        return _RECORD.decode(value)
+
+
+_RECORD: RecordCodec[DecisionRecord] = RecordCodec(DecisionRecord)
+
+
+_OUTSTANDING = ValueCodec(
+    lambda keys: [k.to_json() for k in sorted(keys, key=JournalKey.sort_key)],
+    lambda keys: {JournalKey.from_json(k) for k in keys},
+)
 
 
 @dataclass(slots=True)
 class OpenPhase:
     """A superstep in progress: effects outstanding, results buffered until close."""
 
-    outstanding: set[JournalKey]
-    results: dict[int, JSON]
-    send_results: dict[str, JSON]
-    record: DecisionRecord
+    outstanding: set[JournalKey] = json_field(_OUTSTANDING)
+    results: dict[int, JSON] = json_field(int_keys())
+    record: DecisionRecord = json_field(nested(_RECORD))
+    send_results: dict[str, JSON] = json_field(COPY_DICT, omit_default=True, default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "outstanding": [k.to_json() for k in sorted(self.outstanding, key=JournalKey.sort_key)],
-            "results": {str(i): v for i, v in self.results.items()},
-            "record": self.record.to_json(),
-        }
-        if self.send_results:
-            body["send_results"] = self.send_results
-        return {"Open": body}
+        return {"Open": _OPEN.encode(self)}
 
 
-Phase = str | OpenPhase | dict[str, Any]
-"""``"Idle"``, an OpenPhase, or ``{"Finished": <RunOutcome>}``."""
+_OPEN: RecordCodec[OpenPhase] = RecordCodec(OpenPhase)
 
-IDLE = "Idle"
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Between supersteps: nothing outstanding, the next one not yet open."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The run ended with ``outcome`` (a RunOutcome: ``"Completed"`` or ``{"Variant": ...}``)."""
+
+    outcome: RunOutcome
+
+
+Phase = Idle | OpenPhase | Finished
+IDLE = Idle()
+
+_PHASE = tagged(
+    Variant(Idle, "Idle"),
+    Variant(OpenPhase, "Open", nested(_OPEN)),
+    Variant(Finished, "Finished", ValueCodec(lambda f: f.outcome, Finished)),
+)
+_NODE_STATES = ValueCodec(None, lambda v: [node_state_of(x) for x in v])
+_IN_RES = ValueCodec(
+    lambda v: [{str(e): r for e, r in res.items()} for res in v],
+    lambda v: [{int(e): edge_res_of(r) for e, r in res.items()} for res in v],
+)
 
 
 @dataclass(slots=True)
 class SchedulerState:
-    """The complete scheduler state: exactly the fields of the seed, with their meanings."""
+    """The complete scheduler state: exactly the fields of the seed, with their meanings.
+
+    ``node_state`` changes only through ``node_states.move`` (the one transition table).
+    """
 
     run_id: str
     superstep: int
-    phase: Phase
-    node_gen: list[int]
-    node_state: list[str]
-    in_res: list[dict[int, str]]
-    edge_fired: list[int]
-    attempt: list[int]
-    attempt_base: list[int]
-    context: dict[str, Any]
-    spent: Spent = field(default_factory=Spent)
+    phase: Phase = json_field(_PHASE)
+    node_gen: list[int] = json_field(COPY_LIST)
+    node_state: list[NodeState] = json_field(_NODE_STATES)
+    in_res: list[dict[int, EdgeRes]] = json_field(_IN_RES)
+    edge_fired: list[int] = json_field(COPY_LIST)
+    attempt: list[int] = json_field(COPY_LIST)
+    attempt_base: list[int] = json_field(COPY_LIST)
+    context: dict[str, Any] = json_field()
+    spent: Spent = json_field(nested(_SPENT), default_factory=Spent)
     elapsed_ms: int = 0
     clock_ms: int = 0
     wall_open: int | None = None
     paused_at: int | None = None
-    pending_asks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    abstract_flows: dict[str, AbstractFlow] = field(default_factory=dict)
-    send_tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    spawn_counter: dict[str, int] = field(default_factory=dict)
-    announced_asks: set[str] = field(default_factory=set)
-    inbox: list[JSON] = field(default_factory=list)
-    inputs_seen: int = 0
-    cancel: tuple[str, str] | None = None
-    exhausted: str | None = None
-    failed: tuple[int, str] | None = None
-    folds: int = 0
+    pending_asks: dict[str, PendingAsk] = json_field(
+        dict_of(nested(ASK_CODEC)), default_factory=dict
+    )
+    abstract_flows: dict[str, AbstractFlow] = json_field(
+        dict_of(nested(FLOW_CODEC)), default_factory=dict
+    )
+    send_tasks: dict[str, SendTask] = json_field(
+        dict_of(nested(TASK_CODEC)), omit_default=True, default_factory=dict
+    )
+    spawn_counter: dict[str, int] = json_field(COPY_DICT, omit_default=True, default_factory=dict)
+    announced_asks: set[str] = json_field(SORTED_SET, default_factory=set)
+    inbox: list[JSON] = json_field(COPY_LIST, omit_default=True, default_factory=list)
+    inputs_seen: int = json_field(omit_default=True, default=0)
+    cancel: tuple[str, str] | None = json_field(optional(tuple_of(PLAIN, PLAIN)), default=None)
+    exhausted: BudgetAxis | None = json_field(optional(enum(BudgetAxis)), default=None)
+    failed: tuple[int, str] | None = json_field(optional(tuple_of(PLAIN, PLAIN)), default=None)
+    folds: int = json_field(omit_default=True, default=0)
 
     @staticmethod
-    def new(run_id: str, node_count: int, edge_count: int) -> SchedulerState:
+    def new(run_id: str, plan: Plan) -> SchedulerState:
         """Fresh state for a validated plan: every node Waiting, nothing spent."""
+        node_count, edge_count = len(plan.nodes), len(plan.edges)
         return SchedulerState(
             run_id=run_id,
             superstep=0,
             phase=IDLE,
             node_gen=[0] * node_count,
-            node_state=[WAITING] * node_count,
+            node_state=[NodeState.WAITING] * node_count,
             in_res=[{} for _ in range(node_count)],
             edge_fired=[0] * edge_count,
             attempt=[0] * node_count,
@@ -182,13 +204,12 @@ class SchedulerState:
         )
 
     def is_terminal(self) -> bool:
-        return isinstance(self.phase, dict) and "Finished" in self.phase
+        return isinstance(self.phase, Finished)
 
-    def outcome(self) -> JSON | None:
+    def outcome(self) -> RunOutcome | None:
         """The run outcome once finished, else None."""
-        if isinstance(self.phase, dict):
-            return self.phase.get("Finished")
-        return None
+        phase = self.phase
+        return phase.outcome if isinstance(phase, Finished) else None
 
     def is_parked(self) -> bool:
         """An open superstep whose outstanding effects are all asks or timers."""
@@ -198,92 +219,17 @@ class SchedulerState:
         return all(_waits_for_outside(self, key) for key in phase.outstanding)
 
     def to_json(self) -> dict[str, Any]:
-        phase = self.phase
-        out: dict[str, Any] = {
-            "run_id": self.run_id,
-            "superstep": self.superstep,
-            "phase": phase.to_json() if isinstance(phase, OpenPhase) else phase,
-            "node_gen": self.node_gen,
-            "node_state": self.node_state,
-            "in_res": [{str(e): r for e, r in res.items()} for res in self.in_res],
-            "edge_fired": self.edge_fired,
-            "attempt": self.attempt,
-            "attempt_base": self.attempt_base,
-            "context": self.context,
-            "spent": self.spent.to_json(),
-            "elapsed_ms": self.elapsed_ms,
-            "clock_ms": self.clock_ms,
-            "wall_open": self.wall_open,
-            "paused_at": self.paused_at,
-            "pending_asks": self.pending_asks,
-            "abstract_flows": {k: f.to_json() for k, f in self.abstract_flows.items()},
-            "announced_asks": sorted(self.announced_asks),
-            "cancel": list(self.cancel) if self.cancel is not None else None,
-            "exhausted": self.exhausted,
-            "failed": list(self.failed) if self.failed is not None else None,
-        }
-        # Optional features: omitted while at their default (§3.2).
-        if self.send_tasks:
-            out["send_tasks"] = self.send_tasks
-        if self.spawn_counter:
-            out["spawn_counter"] = self.spawn_counter
-        if self.inbox:
-            out["inbox"] = self.inbox
-        if self.inputs_seen:
-            out["inputs_seen"] = self.inputs_seen
-        if self.folds:
-            out["folds"] = self.folds
-        return out
+        return _STATE.encode(self)
 
     @staticmethod
     def from_json(value: dict[str, Any]) -> SchedulerState:
         """Inverse of ``to_json``: ``from_json(s.to_json()).to_json() == s.to_json()``."""
-        raw_phase = value["phase"]
-        phase: Phase
-        if isinstance(raw_phase, dict) and "Open" in raw_phase:
-            body = raw_phase["Open"]
-            phase = OpenPhase(
-                outstanding={JournalKey.from_json(k) for k in body["outstanding"]},
-                results={int(i): v for i, v in body["results"].items()},
-                send_results=dict(body.get("send_results", {})),
-                record=DecisionRecord.from_json(body["record"]),
-            )
-        else:
-            phase = raw_phase
-        cancel = value.get("cancel")
-        failed = value.get("failed")
-        return SchedulerState(
-            run_id=value["run_id"],
-            superstep=value["superstep"],
-            phase=phase,
-            node_gen=list(value["node_gen"]),
-            node_state=list(value["node_state"]),
-            in_res=[{int(e): r for e, r in res.items()} for res in value["in_res"]],
-            edge_fired=list(value["edge_fired"]),
-            attempt=list(value["attempt"]),
-            attempt_base=list(value["attempt_base"]),
-            context=value["context"],
-            spent=Spent.from_json(value["spent"]),
-            elapsed_ms=value["elapsed_ms"],
-            clock_ms=value["clock_ms"],
-            wall_open=value["wall_open"],
-            paused_at=value["paused_at"],
-            pending_asks=dict(value["pending_asks"]),
-            abstract_flows={
-                k: AbstractFlow.from_json(f) for k, f in value["abstract_flows"].items()
-            },
-            send_tasks=dict(value.get("send_tasks", {})),
-            spawn_counter=dict(value.get("spawn_counter", {})),
-            announced_asks=set(value["announced_asks"]),
-            inbox=list(value.get("inbox", [])),
-            inputs_seen=value.get("inputs_seen", 0),
-            cancel=(cancel[0], cancel[1]) if cancel is not None else None,
-            exhausted=value.get("exhausted"),
-            failed=(failed[0], failed[1]) if failed is not None else None,
-            folds=value.get("folds", 0),
-        )
+        return _STATE.decode(value)
 
 
 def _waits_for_outside(state: SchedulerState, key: JournalKey) -> bool:
     """Asks (and timers, which are registered alongside them) wait on the world, not on us."""
     return call_id(key) in state.pending_asks
+
+
+_STATE: RecordCodec[SchedulerState] = RecordCodec(SchedulerState)

@@ -42,13 +42,16 @@ from plait.core.events import (
     EmitEnvelope,
     Event,
     Finish,
+    Forked,
     InputReceived,
     ResponseSettled,
     Start,
     WriteCheckpoint,
 )
+from plait.core.fork import fork_into
 from plait.core.keys import JournalKey, call_id
 from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.node_states import Move, NodeState, move
 from plait.core.outcomes import (
     Completed,
     EffectOutcome,
@@ -62,20 +65,12 @@ from plait.core.outcomes import (
     run_stalled,
 )
 from plait.core.reducers import ReducerError
-from plait.core.state import (
-    AWAITING_CLIENT,
-    DISPATCHED,
-    DONE_OK,
-    IDLE,
-    READY,
-    WAITING,
-    DecisionRecord,
-    OpenPhase,
-    SchedulerState,
-)
+from plait.core.state import IDLE, DecisionRecord, Finished, Idle, OpenPhase, SchedulerState
 from plait.core.transcript import Entry
 from plait.core.walk import deliver, propagate_death, stalled_culprit
 
+WAITING, READY, DONE_OK = NodeState.WAITING, NodeState.READY, NodeState.DONE_OK
+DISPATCHED, AWAITING_CLIENT = NodeState.DISPATCHED, NodeState.AWAITING_CLIENT
 SEND_KEY = send.SEND_KEY
 INBOX_KEY = "$inbox"
 
@@ -126,10 +121,9 @@ def _ask_position(state: SchedulerState, ask_id: str) -> tuple[int, str, int, st
     in the order it made them), then its id; an ask no longer pending sorts first (its
     answer is refused or ignored, whatever its place)."""
     entry = state.pending_asks.get(ask_id)
-    if not isinstance(entry, dict) or not isinstance(entry.get("key"), dict):
+    if entry is None:
         return (-1, "", -1, ask_id)
-    key = entry["key"]
-    return (int(entry["node"]), str(key["task_path"]), int(key["effect_seq"]), ask_id)
+    return (entry.node, entry.key.task_path, entry.key.effect_seq, ask_id)
 
 
 # --- events -----------------------------------------------------------------
@@ -143,12 +137,16 @@ def _apply(s: StepContext, event: Event) -> None:
         if event.unix_ms > state.clock_ms:
             state.clock_ms = event.unix_ms
     elif isinstance(event, Start):
-        if state.superstep == 0 and state.phase == IDLE and state.node_state[0] == WAITING:
+        if (
+            state.superstep == 0
+            and isinstance(state.phase, Idle)
+            and state.node_state[0] == WAITING
+        ):
             value = event.input
             if value is None:
                 value = {}
             state.context = value if isinstance(value, dict) else {"input": value}
-            state.node_state[0] = READY
+            move(state, 0, Move.START)
     elif isinstance(event, CancelSeen):
         if state.cancel is None and not state.is_terminal():
             state.cancel = (event.by, event.reason)
@@ -162,6 +160,8 @@ def _apply(s: StepContext, event: Event) -> None:
         outcome = state.outcome()
         if isinstance(outcome, dict) and "BudgetExhausted" in outcome:
             state.phase = IDLE
+    elif isinstance(event, Forked):
+        fork_into(state, event.run_id)
     elif isinstance(event, ResponseSettled):
         ask = state.pending_asks.pop(event.ask_id, None)
         if ask is not None:
@@ -171,8 +171,8 @@ def _apply(s: StepContext, event: Event) -> None:
                 state.elapsed_ms += state.clock_ms - state.paused_at
                 state.paused_at = None
                 state.wall_open = state.clock_ms
-            key = JournalKey.from_json(ask["key"])
-            state.node_state[s.env.plan.index[key.node]] = DISPATCHED
+            key = ask.key
+            move(state, s.env.plan.index[key.node], Move.ANSWERED)
             _resolve(s, key, event.outcome)
 
 
@@ -208,7 +208,7 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
     if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
         return  # a straggler must never flip a settled node
     if isinstance(outcome, Completed):
-        state.node_state[node] = DONE_OK
+        move(state, node, Move.COMPLETED)
         phase.results[node] = outcome.result
         return
     retries_left = state.attempt[node] - state.attempt_base[node] <= plan.nodes[node].retries
@@ -219,7 +219,7 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         and retryable(outcome.cause, key.kind)
         and state.cancel is None
     ):
-        state.node_state[node] = READY
+        move(state, node, Move.RETRIED)
         return
     fail_node(state, node, f"{outcome.cause}: {outcome.detail}")
 
@@ -233,7 +233,7 @@ def _progress(s: StepContext) -> None:
         if isinstance(phase, OpenPhase):
             if not _progress_open(s, phase):
                 return
-        elif phase == IDLE:
+        elif isinstance(phase, Idle):
             if not _progress_idle(s):
                 return
         else:
@@ -326,7 +326,7 @@ def _open_superstep(s: StepContext) -> None:
             INBOX_KEY, state.context.get(INBOX_KEY, MISSING), state.inbox
         )
         state.inbox = []
-    phase = OpenPhase(set(), {}, {}, DecisionRecord(state.superstep, state.clock_ms))
+    phase = OpenPhase(set(), {}, DecisionRecord(state.superstep, state.clock_ms))
     state.phase = phase
     for node, ns in enumerate(state.node_state):
         if ns == READY:
@@ -360,7 +360,7 @@ def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
     attempt = state.attempt[node]
     key = JournalKey(state.run_id, "", env.plan.nodes[node].id, attempt, 0, "tool")
     phase.record.dispatched.append([node, attempt])
-    state.node_state[node] = DISPATCHED
+    move(state, node, Move.DISPATCHED)
     emit_effect(s, phase, key, executor.name, state.context)
     return True
 
@@ -378,7 +378,7 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     if state.failed is None and state.cancel is None:
         send.extract_spawns(s, phase)
     merges: list[tuple[int, JSON]] = sorted(phase.results.items())
-    merges.extend((state.send_tasks[p]["node"], r) for p, r in send.merge_order(phase))
+    merges.extend((state.send_tasks[p].node, r) for p, r in send.merge_order(phase))
     for node, result in merges:
         if result is None:
             continue
@@ -438,16 +438,14 @@ def _park(s: StepContext, phase: OpenPhase) -> None:
     record.clock_close_ms = state.clock_ms
     _checkpoint(s, record)
     announced = [state.pending_asks[a] for a in fresh]
-    envelope = tuple(
-        asks.announced(entry["ask"]) for entry in announced if asks.announceable(entry)
-    )
+    envelope = tuple(asks.announced(entry.ask) for entry in announced if entry.ask is not None)
     if envelope:
         s.commands.append(EmitEnvelope(envelope))
 
 
 def _finish(s: StepContext, outcome: RunOutcome) -> bool:
     state = s.state
-    state.phase = {"Finished": outcome}
+    state.phase = Finished(outcome)
     clock = state.clock_ms
     _checkpoint(s, DecisionRecord(state.superstep, clock, clock))
     s.commands.append(Finish(outcome))

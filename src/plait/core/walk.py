@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.core.node_states import UNRESOLVED, EdgeRes, Move, NodeState, move
 from plait.core.plan import Plan
-from plait.core.state import (
-    DEAD,
-    DONE_OK,
-    EDGE_DEAD,
-    FIRED,
-    READY,
-    UNRESOLVED,
-    WAITING,
-    SchedulerState,
-)
+from plait.core.state import SchedulerState
+
+FIRED, EDGE_DEAD = EdgeRes.FIRED, EdgeRes.DEAD
+DEAD, DONE_OK, WAITING = NodeState.DEAD, NodeState.DONE_OK, NodeState.WAITING
 
 
 def deliver(plan: Plan, state: SchedulerState, e: int, fired: bool) -> int:
@@ -36,13 +31,13 @@ def deliver(plan: Plan, state: SchedulerState, e: int, fired: bool) -> int:
             return state.node_gen[dst]
         # Settled sources are judged before dst itself turns Waiting: its own self-loop
         # comes from a settled source too, and must not make it wait on itself.
-        res: dict[int, str] = {}
+        res: dict[int, EdgeRes] = {}
         for other in plan.in_edges[dst]:
             if other != e and state.node_state[plan.edges[other].src] not in UNRESOLVED:
                 res[other] = EDGE_DEAD
         res[e] = FIRED
         state.node_gen[dst] += 1
-        state.node_state[dst] = WAITING
+        move(state, dst, Move.REENTERED)
         state.attempt_base[dst] = state.attempt[dst]
         state.in_res[dst] = res
     else:
@@ -66,7 +61,7 @@ def refresh_readiness(plan: Plan, state: SchedulerState, node: int) -> None:
             return
         if r == FIRED:
             any_fired = True
-    state.node_state[node] = READY if any_fired else DEAD
+    move(state, node, Move.READIED if any_fired else Move.DIED)
 
 
 def propagate_death(plan: Plan, state: SchedulerState, edges_record: list[list[Any]]) -> None:

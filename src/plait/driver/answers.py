@@ -19,7 +19,7 @@ import jsonschema
 from plait.core.asks import announced
 from plait.core.canonical import CanonicalJSONError, require_json
 from plait.core.errors import PlaitError
-from plait.core.keys import JournalKey, child_run_id
+from plait.core.keys import child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, journal_bytes
 from plait.core.state import SchedulerState
 from plait.driver.checkpoints import latest_state
@@ -48,18 +48,18 @@ def pending_asks(
         state = latest_state(store, run_id)
     if state is None or state.is_terminal():
         return []
-    entries = [e for _, e in sorted(state.pending_asks.items()) if "ask" in e or "child" in e]
+    entries = [e for _, e in sorted(state.pending_asks.items()) if e.is_ask or e.child is not None]
     if not entries:
         return []
-    keys = [JournalKey.from_json(entry["key"]) for entry in entries]
+    keys = [entry.key for entry in entries]
     settled = store.settled(run_id, keys)
     asks: list[dict[str, Any]] = []
     for entry, key in zip(entries, keys, strict=True):
         if key in settled:
             continue
-        if "ask" in entry:
-            if now_ms is None or not expired(entry["ask"], now_ms):
-                asks.append(dict(announced(entry["ask"]), run_id=run_id))
+        if entry.ask is not None:
+            if now_ms is None or not expired(entry.ask, now_ms):
+                asks.append(dict(announced(entry.ask), run_id=run_id))
         elif children:  # the driver resumes the child this names (``child_run_id``)
             child = child_run_id(run_id, key)  # a fork's own child
             child_state = _child_state(store, child)
@@ -84,12 +84,11 @@ def owner_of(
     if state is None or state.is_terminal():
         return None
     entry = state.pending_asks.get(ask_id)
-    if entry is not None and "ask" in entry:
+    if entry is not None and entry.is_ask:
         return run_id
     for _, entry in sorted(state.pending_asks.items()):
-        if "child" in entry:
-            key = JournalKey.from_json(entry["key"])
-            child = child_run_id(run_id, key)  # a fork's own child
+        if entry.child is not None:
+            child = child_run_id(run_id, entry.key)  # a fork's own child
             child_state = _child_state(store, child)
             found = None if child_state is None else owner_of(store, child, ask_id, child_state)
             if found is not None:
@@ -183,7 +182,7 @@ def _journal(
     manifest = store.manifests(run_id)[0]
     state = latest_state(store, run_id)
     pending = [] if state is None else list(state.pending_asks.values())
-    answered = store.settled(run_id, [JournalKey.from_json(e["key"]) for e in pending])
+    answered = store.settled(run_id, [e.key for e in pending])
     writes: list[Write] = []
     for answer in answers:
         ask_id = answer.ask_id
@@ -192,12 +191,12 @@ def _journal(
         except CanonicalJSONError as exc:  # a malformed request, not a refused answer
             raise PlaitError("E019", f"answer to ask '{ask_id}': {exc}") from None
         entry = None if state is None or state.is_terminal() else state.pending_asks.get(ask_id)
-        if entry is None or "ask" not in entry:
+        if entry is None or entry.ask is None:
             raise refuse(ask_id, "E011", f"run '{run_id}' has no pending ask '{ask_id}'")
-        key = JournalKey.from_json(entry["key"])
+        key = entry.key
         if key in answered:
             raise refuse(ask_id, "E011", f"ask '{ask_id}' was already answered")
-        ask = entry["ask"]
+        ask = entry.ask
         if expired(ask, now_ms):
             raise refuse(ask_id, "E011", f"ask '{ask_id}' expired at {ask['expires_at']}")
         outcome = _outcome(run_id, ask, by, manifest, answer, refuse)

@@ -91,10 +91,10 @@ async def settle_children(
     if state.is_terminal():
         return events
     for entry_id, entry in sorted(state.pending_asks.items()):
-        if "child" not in entry:
+        if entry.child is None:
             continue
-        key = JournalKey.from_json(entry["key"])
-        path = env.executors[entry["node"]].name
+        key = entry.key
+        path = env.executors[entry.node].name
         outcome = await children(key, path, None)
         if outcome is not None:
             journal.result(key, outcome, now)

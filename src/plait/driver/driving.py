@@ -121,7 +121,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
                     "E010", f"checkpoint belongs to run '{state.run_id}', not '{run_id}'"
                 )
         else:
-            state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
+            state = SchedulerState.new(run_id, env.plan)
         if (
             resumed
             and (not claimed or state.is_terminal())

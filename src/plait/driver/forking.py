@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
 from plait.core.events import ClockReading, Event, Start
-from plait.core.state import IDLE, SchedulerState
+from plait.core.fork import fork_state
 from plait.driver.admission import check_ceilings, check_model
 from plait.driver.checkpoints import encode_checkpoint, read_checkpoint
 from plait.driver.children import Runs
@@ -25,15 +25,6 @@ from plait.store.records import CheckpointWrite, RecordWrite, RunInfo, StatusWri
 
 if TYPE_CHECKING:
     from plait.workflow.run_definition import RunDefinition
-
-
-def fork_state(state: SchedulerState, run_id: str) -> SchedulerState:
-    """The base's state as the fork's first: its id, a finished run continuing."""
-    state.run_id = run_id
-    if state.is_terminal():
-        state.phase = IDLE  # a fork continues; re-running the finish is its own decision
-    state.exhausted = None
-    return state
 
 
 async def fork_run(

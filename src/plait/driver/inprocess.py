@@ -42,7 +42,7 @@ async def run_in_memory(
     env = make_env(definition)
     run_id = run_id or new_run_id()
     clock = clock or clock_from_env()
-    state = SchedulerState.new(run_id, len(env.plan.nodes), len(env.plan.edges))
+    state = SchedulerState.new(run_id, env.plan)
     journal = journal if journal is not None else MemoryJournal()
     now = clock()
     events: list[Event] = [ClockReading(now), Start(input)]

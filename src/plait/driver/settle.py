@@ -29,15 +29,15 @@ def settlements(
     if state.is_terminal():
         return events
     for ask_id, entry in sorted(state.pending_asks.items()):
-        key = JournalKey.from_json(entry["key"])
+        key = entry.key
         outcome: EffectOutcome
         record = results.get(key)
         if record is not None:
             outcome = outcome_from_json(record.outcome)
-        elif "ask" in entry and _expired(entry["ask"].get("expires_at"), now_ms):
-            outcome = Failed("Timeout", f"ask expired at {entry['ask']['expires_at']} (unix s)")
+        elif entry.is_ask and _expired(entry.expires_at, now_ms):
+            outcome = Failed("Timeout", f"ask expired at {entry.expires_at} (unix s)")
             journal.result(key, outcome, now_ms)
-        elif "wake_ms" in entry and entry["wake_ms"] <= now_ms:
+        elif entry.wake_ms is not None and entry.wake_ms <= now_ms:
             outcome = Completed(None)
             journal.result(key, outcome, now_ms)
         else:

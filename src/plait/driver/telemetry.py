@@ -31,6 +31,7 @@ from plait.core.events import Dispatch, Event, ResponseSettled
 from plait.core.keys import JournalKey
 from plait.core.llm_loop import CALL_PREFIX, LLM_EXECUTOR
 from plait.core.outcomes import Completed, EffectOutcome
+from plait.core.pending import PendingAsk
 from plait.core.state import OpenPhase, Phase, SchedulerState
 from plait.driver.wave import Executor, RunResult, Watch, WaveEffect
 from plait.version import __version__
@@ -143,7 +144,7 @@ class SpanTrace:
         self._superstep_context: Context | None = None
         self._superstep_no: int | None = None
         self._dispatched: tuple[int, int] = (-1, -1)
-        self._pending: dict[str, dict[str, Any]] = {}  # pending asks as of the last step
+        self._pending: dict[str, PendingAsk] = {}  # pending asks as of the last step
         self._redelivered: Collection[JournalKey] = ()
         self._broken = False
         self.watch: Watch | None = self._step
@@ -353,21 +354,21 @@ class SpanTrace:
                     span = self._ask_span(event.ask_id, entry, settled=True, at=at)
                     self._end_effect(span, event.outcome, False, at=at)
 
-    def _registered(self, pending: dict[str, dict[str, Any]]) -> None:
+    def _registered(self, pending: dict[str, PendingAsk]) -> None:
         for ask_id, entry in pending.items():
-            if ask_id not in self._pending and "child" not in entry:  # a child: its dispatch
+            if ask_id not in self._pending and entry.child is None:  # a child: its dispatch
                 at = time.time_ns()
                 span = self._ask_span(ask_id, entry, settled=False, at=at)
                 span.set_attribute("plait.effect.outcome", "Pending")
                 span.end(at)
         self._pending = dict(pending)
 
-    def _ask_span(self, ask_id: str, entry: dict[str, Any], *, settled: bool, at: int) -> Span:
-        kind = "ask" if "ask" in entry else "timer" if "wake_ms" in entry else "subgraph"
-        attributes = _key_attributes(JournalKey.from_json(entry["key"]), kind)
+    def _ask_span(self, ask_id: str, entry: PendingAsk, *, settled: bool, at: int) -> Span:
+        kind = "ask" if entry.is_ask else "timer" if entry.wake_ms is not None else "subgraph"
+        attributes = _key_attributes(entry.key, kind)
         attributes["plait.ask_id"] = ask_id
         attributes["plait.effect.settled"] = settled
-        tool = (entry.get("ask") or {}).get("tool_name")
+        tool = entry.tool_name
         if tool:
             attributes["plait.tool"] = tool  # an approval or a deferred tool call
         return self._tracer.start_span(

@@ -165,7 +165,7 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             else:
                 state = decode_checkpoint(stored_bytes(seq), run_id, seq).scheduler
         if state is None:
-            state = SchedulerState.new(run_id, len(plan.nodes), len(plan.edges))
+            state = SchedulerState.new(run_id, plan)
         for item in body["events"]:
             if "budget_raised" in item:  # the raise applies from here on, as it did live
                 merged = {**env.budgets.to_json(), **item["budget_raised"]}

@@ -7,7 +7,7 @@ its top-level run due now.
 
 from __future__ import annotations
 
-from plait.core.keys import JournalKey, child_run_id
+from plait.core.keys import child_run_id
 from plait.core.state import SchedulerState
 from plait.store.base import Store
 
@@ -22,14 +22,12 @@ def wake_time(store: Store, state: SchedulerState) -> int | None:
     """The earliest of a parked run's timers, ask expiries and children's wake times."""
     times: list[int] = []
     for entry in state.pending_asks.values():
-        if "wake_ms" in entry:
-            times.append(int(entry["wake_ms"]))
-        ask = entry.get("ask")
-        if isinstance(ask, dict) and ask.get("expires_at") is not None:
-            times.append((int(ask["expires_at"]) + 1) * 1000)  # expired: now//1000 > it
-        if "child" in entry:
-            key = JournalKey.from_json(entry["key"])
-            child = store.wake_of(child_run_id(state.run_id, key))
+        if entry.wake_ms is not None:
+            times.append(int(entry.wake_ms))
+        if entry.expires_at is not None:
+            times.append((int(entry.expires_at) + 1) * 1000)  # expired: now//1000 > it
+        if entry.child is not None:
+            child = store.wake_of(child_run_id(state.run_id, entry.key))
             if child is not None:
                 times.append(int(child))
     return min(times, default=None)
