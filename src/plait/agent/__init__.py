@@ -1,4 +1,4 @@
-"""The single-agent API (ARCHITECTURE.md §10): ``Agent`` and what its runs report.
+"""The single-agent API (docs/architecture.md §10): ``Agent`` and what its runs report.
 
 An agent is a workflow of one abstract node, run on the same journal, resume
 and verify as any workflow; ``AgentRunState`` is a run read back from that

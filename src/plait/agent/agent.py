@@ -1,6 +1,6 @@
 """``plait.Agent``: one model, its tools and instructions — a workflow of one abstract node.
 
-An agent run is an ordinary durable run (ARCHITECTURE.md §10): the prompt is
+An agent run is an ordinary durable run (docs/architecture.md §10): the prompt is
 the run's context ``{"prompt": ...}``, the instructions are the node's
 instruction, ``output_type``'s JSON schema is its response schema, and the run
 is started, resumed and verified by ``Runtime`` on the same journal as any

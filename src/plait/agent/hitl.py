@@ -1,4 +1,4 @@
-"""Answers to an agent run's approval-required and deferred tool calls (ARCHITECTURE.md §8, §10).
+"""Answers to an agent run's approval-required and deferred tool calls (§8, §10).
 
 ``Agent.resume(run_id, approvals=..., deferred=...)`` addresses answers by the
 model's tool call id, as ``AgentRunState`` lists them; they are journaled by

@@ -183,7 +183,7 @@ class AgentRunState(Generic[OutputT]):
     ``output`` is the final answer's text; ``structured_output`` the same answer
     validated as the agent's ``output_type`` (without one: the answer's JSON
     object, if it is one); both are None until the run completes.
-    ``message_history`` holds journal-shaped transcript entries (ARCHITECTURE.md
+    ``message_history`` holds journal-shaped transcript entries (docs/architecture.md
     §6); ``run_step`` counts answered model turns; ``metadata`` holds what the
     caller gave ``run`` plus the run's workflow, model, principal, store status
     (``run_status``: tells failed, stalled and budget_exhausted apart), outcome

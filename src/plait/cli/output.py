@@ -1,4 +1,4 @@
-"""The one place the CLI prints (ARCHITECTURE.md §12) and picks its exit code (CONTRACT.md).
+"""The one place the CLI prints (docs/architecture.md §12) and picks its exit code (CONTRACT.md).
 
 With ``--json`` a verb prints exactly one JSON object on stdout, an error too,
 and any human output goes to stderr. Without it, human output goes to stdout

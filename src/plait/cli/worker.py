@@ -1,4 +1,4 @@
-"""``plait worker`` and ``plait gc``: operating a shared store (ARCHITECTURE.md §11)."""
+"""``plait worker`` and ``plait gc``: operating a shared store (docs/architecture.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The state of one abstract node's LLM loop (seed ``AbstractFlow``, ARCHITECTURE.md §6).
+"""The state of one abstract node's LLM loop (seed ``AbstractFlow``, docs/architecture.md §6).
 
 Every transcript entry is built from journaled outcomes, so the transcript is
 replay-stable by construction. Fields of optional features (folding, decisions,

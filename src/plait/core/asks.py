@@ -1,4 +1,4 @@
-"""Asks and durable timers: effects the world settles, not an executor (ARCHITECTURE.md §8).
+"""Asks and durable timers: effects the world settles, not an executor (docs/architecture.md §8).
 
 An ask node (or an approval-required / deferred tool call) journals an intent
 and registers a pending ask keyed by its ask id (the call id of its key); a

@@ -1,4 +1,4 @@
-"""Budget checks (ARCHITECTURE.md §7): pure functions over spent figures and ceilings.
+"""Budget checks (docs/architecture.md §7): pure functions over spent figures and ceilings.
 
 At superstep open every axis with a ceiling must have spent < ceiling, checked
 in the order supersteps, tokens, usd, wall_ms, storage_bytes. Before every

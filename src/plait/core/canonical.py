@@ -1,4 +1,4 @@
-"""Canonical JSON (ARCHITECTURE.md §3.1) and the one digest function.
+"""Canonical JSON (docs/architecture.md §3.1) and the one digest function.
 
 Every checkpoint, key and digest goes through here, so two processes that hold
 the same value always produce the same bytes. Keys are sorted at every level,

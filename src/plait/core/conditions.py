@@ -1,4 +1,4 @@
-"""The edge condition language (ARCHITECTURE.md §3.6): parse once at load, evaluate per edge.
+"""The edge condition language (docs/architecture.md §3.6): parse once at load, evaluate per edge.
 
 A condition is a small, total language over the run context. The grammar::
 

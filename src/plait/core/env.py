@@ -33,7 +33,7 @@ class BudgetAxis(StrEnum):
 
 
 BUDGET_AXES: tuple[str, ...] = tuple(axis.value for axis in BudgetAxis)
-"""Budget axes in the order they are checked (ARCHITECTURE.md §7)."""
+"""Budget axes in the order they are checked (docs/architecture.md §7)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The error catalogue (ARCHITECTURE.md §13): one stable code per kind of problem.
+"""The error catalogue (docs/architecture.md §13): one stable code per kind of problem.
 
 Codes are append-only: a code is never reused or renumbered. Every error a user
 can meet leads its message with its code, so ``PLAIT-E019`` is searchable in

@@ -1,4 +1,4 @@
-"""Events into the scheduler and commands out of it (ARCHITECTURE.md §3.3).
+"""Events into the scheduler and commands out of it (docs/architecture.md §3.3).
 
 Events are the only way nondeterminism enters the core: each one is journaled
 by the driver before it is fed, so replay can feed the same sequence.

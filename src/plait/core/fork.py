@@ -1,4 +1,4 @@
-"""Fork as a core transition (ARCHITECTURE.md §5.6): a new run from an old run's state.
+"""Fork as a core transition (docs/architecture.md §5.6): a new run from an old run's state.
 
 A fork starts from any checkpoint of a base run, under a new run id, and goes on from
 there: a finished run's finish is undone (re-running it is the fork's own decision), and

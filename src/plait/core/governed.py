@@ -1,4 +1,4 @@
-"""Where the LLM loop consults a governed flow (ARCHITECTURE.md §9).
+"""Where the LLM loop consults a governed flow (docs/architecture.md §9).
 
 The flow's runtime (state and marking) lives in the node's ``AbstractFlow`` as
 ``governance["rt"]`` and is journaled with it, so replay reproduces every

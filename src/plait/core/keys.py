@@ -1,4 +1,4 @@
-"""Journal keys and the identities derived from them (ARCHITECTURE.md §3.4).
+"""Journal keys and the identities derived from them (docs/architecture.md §3.4).
 
 A ``JournalKey`` names one effect of one run for ever: replay looks results up
 by key, never by position. ``call_id`` and ``idempotency_key`` are SHA-256

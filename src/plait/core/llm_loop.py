@@ -1,4 +1,4 @@
-"""The LLM loop of an abstract node (ARCHITECTURE.md §6), run inside one superstep.
+"""The LLM loop of an abstract node (docs/architecture.md §6), run inside one superstep.
 
 Rules of this file:
 - A loop advances only through its ``need`` (what it wants to do next) and

@@ -1,4 +1,4 @@
-"""Effect outcomes, failure causes and run outcomes (ARCHITECTURE.md §3.3, §3.5).
+"""Effect outcomes, failure causes and run outcomes (docs/architecture.md §3.3, §3.5).
 
 The retry table lives here and nowhere else: which causes a node's ``retries``
 (or an LLM loop re-sending a turn) may retry, by effect kind.

@@ -1,4 +1,4 @@
-"""The plan: a validated, indexed workflow graph (ARCHITECTURE.md §3.5, §13).
+"""The plan: a validated, indexed workflow graph (docs/architecture.md §3.5, §13).
 
 ``build_plan`` checks everything that can be checked without IO and reports
 every problem at once, each naming its node or edge: unique, well-formed ids,

@@ -1,4 +1,4 @@
-"""Context reducers (ARCHITECTURE.md §3.7): how a write to a context key meets the value there.
+"""Context reducers (docs/architecture.md §3.7): how a write to a context key meets the value there.
 
 A workflow declares a reducer per context key; keys without one use ``lww``. A reducer is
 called as ``reduce(key, old, new)`` where ``old`` is ``MISSING`` when the key is absent.

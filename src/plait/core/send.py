@@ -1,4 +1,4 @@
-"""Send fan-out (ARCHITECTURE.md §3.8): a result's ``$send`` spawns tasks of a tool node.
+"""Send fan-out (docs/architecture.md §3.8): a result's ``$send`` spawns tasks of a tool node.
 
 At close, before reducing, each result (static ones by node index, then task
 results by path) is checked for the reserved key ``$send``: a list of

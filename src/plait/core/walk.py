@@ -1,7 +1,7 @@
 """The graph walk: edge delivery, re-entry generations, AND-joins, dead paths.
 
 These functions decide which nodes become Ready after a superstep closes
-(ARCHITECTURE.md §3.5). They mutate the state they are given and append to the
+(docs/architecture.md §3.5). They mutate the state they are given and append to the
 decision record; they never look at effects, budgets or time.
 """
 

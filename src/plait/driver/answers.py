@@ -1,4 +1,4 @@
-"""Answering asks (ARCHITECTURE.md §8): checks, in order, then one journaled result.
+"""Answering asks (docs/architecture.md §8): checks, in order, then one journaled result.
 
 An answer is checked in this order: the run exists (E017); the ask is pending,
 unanswered and unexpired (E011); an approval's responder is not the run's

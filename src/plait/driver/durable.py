@@ -3,7 +3,7 @@
 The records of one wave (its feed, the results it produced, a checkpoint if a
 superstep closed, the next wave's intents) are buffered and committed in one
 transaction, fenced by the run's lease token, before any effect of the next
-wave is dispatched (ARCHITECTURE.md §5.2, §5.7).
+wave is dispatched (docs/architecture.md §5.2, §5.7).
 """
 
 from __future__ import annotations

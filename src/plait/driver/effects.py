@@ -1,6 +1,6 @@
 """Executing one tool effect and mapping what happens to an effect outcome.
 
-This is the one place where exceptions become failure causes (ARCHITECTURE.md
+This is the one place where exceptions become failure causes (docs/architecture.md
 §3.3): ``TimeoutError`` or exceeding ``timeout_s`` is Timeout, any other
 exception ExecutorError (detail: exception type and message; ``sys.exit()`` in a
 Python tool too), a result that is not JSON is ExecutorError. For a subprocess tool

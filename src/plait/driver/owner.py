@@ -1,4 +1,4 @@
-"""Who this process is, for leases: host, pid and process start time (ARCHITECTURE.md §5.7).
+"""Who this process is, for leases: host, pid and process start time (docs/architecture.md §5.7).
 
 A claimant on the same host may take a lease over at once when its holder's
 process no longer exists; the start time tells a recycled pid apart.

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans for driven runs (ARCHITECTURE.md §12): observation only.
+"""OpenTelemetry spans for driven runs (docs/architecture.md §12): observation only.
 
 When ``opentelemetry`` is importable, every drive of a run is a ``plait.run`` span;
 each superstep the drive works on is a ``plait.superstep`` span under it, and each

@@ -2,7 +2,7 @@
 
 A Python tool gets the input bound to its parameters; a command tool gets the
 input as JSON on stdin, runs in the workflow file's folder, and learns its name
-and the effect's idempotency key from its environment (ARCHITECTURE.md §4). An
+and the effect's idempotency key from its environment (docs/architecture.md §4). An
 MCP tool is called on its server (one per command for the drive, started on
 first use; ``aclose`` stops them when the drive ends).
 """

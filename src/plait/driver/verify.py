@@ -3,7 +3,7 @@
 No tool, no model, no write: every batch of events the live driver fed the core
 is journaled (see ``feeds``); verify rebuilds each batch, answering results from
 the journal by key, calls ``step`` and compares each checkpoint it produces with
-the stored one, byte for byte (ARCHITECTURE.md §5.5). It also compares the input of
+the stored one, byte for byte (docs/architecture.md §5.5). It also compares the input of
 every intent the replay emits with the journaled one (the tools a turn offered and the
 refusals it carried live only there), canonically: the first emission of a key is the
 one the journal holds (a re-emission after a resume was adopted, not journaled).

@@ -1,4 +1,4 @@
-"""The wave cadence (ARCHITECTURE.md §5.2), shared by every way of driving a run.
+"""The wave cadence (docs/architecture.md §5.2), shared by every way of driving a run.
 
 Call ``step``; perform its commands in order (journal intents, collect
 dispatches, journal checkpoints, note envelopes); commit the journal once;

@@ -1,4 +1,4 @@
-"""Workers: claim runnable runs from a shared store and drive them (ARCHITECTURE.md §11, §5.7).
+"""Workers: claim runnable runs from a shared store and drive them (docs/architecture.md §11, §5.7).
 
 ``plait worker`` runs one ``Worker``. Theory of operation:
 

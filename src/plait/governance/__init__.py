@@ -1,4 +1,4 @@
-"""Governed tool flows (ARCHITECTURE.md §9): which tool calls an LLM node may make, when.
+"""Governed tool flows (docs/architecture.md §9): which tool calls an LLM node may make, when.
 
 Pure and deterministic like ``plait.core``: the standard library, ``plait.core`` and this
 package only. ``flow``, ``parts`` and ``guards`` hold the model and builder, ``document``

@@ -1,7 +1,7 @@
 """What a flow's decisions look like to a reader: the refused model and ``plait show``.
 
 Decides nothing: every verdict comes from ``monitor.py``; this module only words it.
-A refusal tells the model three things (ARCHITECTURE.md §9): why the call was refused,
+A refusal tells the model three things (docs/architecture.md §9): why the call was refused,
 what is available now, and the active posture(s), and it says plainly that the call did
 not run, so the model does not report it as done.
 """

@@ -1,4 +1,4 @@
-"""The governance flow model and its fluent builder (ARCHITECTURE.md §9, seed ``Flow.txt``).
+"""The governance flow model and its fluent builder (docs/architecture.md §9, seed ``Flow.txt``).
 
 A ``Flow`` is a DAG of steps plus cross-cutting constraints that together decide, at
 every moment of an LLM loop, which tool calls are admitted. This module holds the flow,

@@ -1,4 +1,4 @@
-"""Guards: the small predicate language a governance flow is written in (ARCHITECTURE.md §9).
+"""Guards: the small predicate language a governance flow is written in (docs/architecture.md §9).
 
 A guard reads the *flow state* (a JSON object: the context as the node started, updated
 by successful tool results and answered asks) and the flow's *marking* (steps done,

@@ -1,6 +1,6 @@
 """The model protocol: one request in, one response or one ``ModelError`` out.
 
-The driver hands an adapter the loop's journal-shaped transcript (ARCHITECTURE.md
+The driver hands an adapter the loop's journal-shaped transcript (docs/architecture.md
 §6) and journals what comes back through ``ModelResponse.to_json``. Adapters
 own everything provider-specific — message shapes, provider retries with
 backoff, mapping provider errors to failure causes — and never touch the journal,
@@ -24,7 +24,7 @@ RAW_ARGUMENTS = "_raw"
 loop's argument check refuses the call (``unparsed_arguments``)."""
 
 CAUSES = ("Timeout", "ExecutorError", "SchemaValidationFailed", "ContextTooLong", "Unknown")
-"""The failure causes an adapter may report (ARCHITECTURE.md §3.3); SchemaValidationFailed
+"""The failure causes an adapter may report (docs/architecture.md §3.3); SchemaValidationFailed
 is for a provider that enforces the response schema itself and refused the answer."""
 
 

@@ -1,4 +1,4 @@
-"""Model prices and what a turn costs, in integer micro-dollars (ARCHITECTURE.md §7).
+"""Model prices and what a turn costs, in integer micro-dollars (docs/architecture.md §7).
 
 Prices are USD per million tokens, which is the same number as micro-dollars per
 token, so a turn costs ``input_tokens × input price + output_tokens × output

@@ -1,4 +1,4 @@
-"""The HTTP API and the web console (``plait serve``, ARCHITECTURE.md §12).
+"""The HTTP API and the web console (``plait serve``, docs/architecture.md §12).
 
 The same verbs as the CLI, answering with the same JSON objects (``plait.driver.verbs``),
 behind a bearer token; a server-sent event stream per run; one static console page.

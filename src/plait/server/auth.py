@@ -4,7 +4,7 @@ A server has one token. ``plait serve --token T`` (or ``$PLAIT_SERVE_TOKEN``) ch
 it; with neither, a random one is generated and shown once. Tokens are compared in
 constant time and never logged, printed (except a generated one, once) or journaled.
 
-The principal (who starts, cancels and answers) follows ARCHITECTURE.md §8. A token
+The principal (who starts, cancels and answers) follows docs/architecture.md §8. A token
 *bound* to a principal (``plait serve --as P``) always acts as P: a request naming
 anyone else is refused (PLAIT-E012), so an approval's separation of duties is an
 authorization control. An *open* token acts as the principal a request names in its

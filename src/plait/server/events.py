@@ -8,7 +8,7 @@ item journaled up to then was sent; a client reconnects to follow it further. Wh
 server stops, the stream of a run still moving closes without ``end`` (a server waits
 for its responses to finish before it exits, and that could take forever).
 
-Events are observational only (ARCHITECTURE.md §12): the stream reads the store and
+Events are observational only (docs/architecture.md §12): the stream reads the store and
 never writes it, so a slow or vanished subscriber cannot change a run. The store is
 polled between batches (``ServerSettings.poll_s``), each read in a worker thread so
 the event loop never waits on the database.

@@ -1,5 +1,5 @@
 """The store contract: ``Store``, what the driver persists through, and ``WorkStore``, what
-workers and ``plait gc`` need on top of it (ARCHITECTURE.md §11).
+workers and ``plait gc`` need on top of it (docs/architecture.md §11).
 
 SQLite (``sqlite.py``) and PostgreSQL (``postgres.py``) implement both in full and pass
 the same conformance suite (``tests/store``); where a back end has nothing to do (SQLite

@@ -1,4 +1,4 @@
-"""Content-addressed JSON trees: why stored bytes per superstep do not grow (ARCHITECTURE.md §5.3).
+"""Content-addressed JSON trees: why stored bytes per superstep do not grow (§5.3).
 
 A checkpoint is logically the whole canonical state, written every superstep. Stored
 naively that is O(N^2) bytes for a run whose context grows by a little each step. Here a

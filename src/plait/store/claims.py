@@ -1,4 +1,4 @@
-"""The worker rule in SQL (ARCHITECTURE.md §11): which runs ``claim_work`` takes and which
+"""The worker rule in SQL (docs/architecture.md §11): which runs ``claim_work`` takes and which
 runs ``gc`` deletes, for PostgreSQL and SQLite side by side so the two cannot drift.
 
 PostgreSQL's statements lock what they pick (``FOR UPDATE ... SKIP LOCKED``) and take
@@ -32,7 +32,7 @@ PG_CLAIM_WORK = (
     " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
 )
 # Running top-level runs whose unexpired lease a process on the claimant's host holds: a
-# claimant that can tell that process is gone (ARCHITECTURE.md §5.7) takes them at once,
+# claimant that can tell that process is gone (docs/architecture.md §5.7) takes them at once,
 # as ``plait resume`` does, instead of waiting for the lease to lapse.
 # Read without a lock: most are live (this host's own drives), and locking them would make
 # another claimant's SKIP LOCKED pass over them meanwhile (a `--once` worker would find

@@ -1,4 +1,4 @@
-"""The lease rule every store applies inside its transaction (ARCHITECTURE.md §5.7).
+"""The lease rule every store applies inside its transaction (docs/architecture.md §5.7).
 
 One function decides whether a claimant may take a run's lease, so SQLite and PostgreSQL
 cannot drift apart. It never touches a database or the clock: the caller reads the lease

@@ -1,4 +1,4 @@
-"""``PostgresStore``: the shared store for many processes and workers (ARCHITECTURE.md §11).
+"""``PostgresStore``: the shared store for many processes and workers (docs/architecture.md §11).
 
 The same contract as ``SqliteStore`` over PostgreSQL (psycopg 3, through a small
 connection pool of its own), storing exactly the same rows (``rows.py``), payload encoding
@@ -253,7 +253,7 @@ class PostgresStore:
                     claimed.append((run_id, token))
         return claimed
 
-    # --- workers: claiming, waking, notifications, retention (ARCHITECTURE.md §11) ---
+    # --- workers: claiming, waking, notifications, retention (docs/architecture.md §11) ---
 
     def claim_work(
         self,

@@ -117,7 +117,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             expires_ms {int} NOT NULL
         )""",
     )),
-    # 2: workers (ARCHITECTURE.md §11). wake_ms: when a parked (or budget-exhausted) run
+    # 2: workers (docs/architecture.md §11). wake_ms: when a parked (or budget-exhausted) run
     # wants driving again: its earliest timer or ask expiry, or "now" once an answer, a
     # cancel or a budget raise is journaled; NULL while nothing is due. The partial index
     # keeps claiming cheap however many finished runs the table holds.

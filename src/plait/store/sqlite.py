@@ -1,4 +1,4 @@
-"""``SqliteStore``: the default, embedded store: one SQLite file in WAL mode (ARCHITECTURE.md §11).
+"""``SqliteStore``: the default, embedded store: one SQLite file in WAL mode (§11).
 
 One connection per store, guarded by a lock; every write is one ``BEGIN IMMEDIATE``
 transaction, so a wave's results, its checkpoint and the next wave's intents land
@@ -171,7 +171,7 @@ class SqliteStore:
         with self._lock, self._write() as conn:
             sql.release_lease(conn, SQLITE, run_id, token)
 
-    # --- workers: claiming, waking, retention (ARCHITECTURE.md §11) ---
+    # --- workers: claiming, waking, retention (docs/architecture.md §11) ---
 
     def claim_work(
         self,

@@ -1,4 +1,4 @@
-"""Tool sources (ARCHITECTURE.md §4): Python callables, subprocess commands, MCP servers.
+"""Tool sources (docs/architecture.md §4): Python callables, subprocess commands, MCP servers.
 
 Each source turns a tool definition into something the driver can call; this
 package never decides *when* a tool runs, only how.

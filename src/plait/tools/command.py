@@ -1,4 +1,4 @@
-"""Subprocess commands as tools: JSON on stdin, JSON on stdout (ARCHITECTURE.md §4).
+"""Subprocess commands as tools: JSON on stdin, JSON on stdout (docs/architecture.md §4).
 
 A command tool (``{command: ["python3", "send_email.py"], timeout_s: 30}``) runs
 as its own process: never through a shell, with the workflow file's folder as

@@ -1,4 +1,4 @@
-"""Tools of MCP servers over stdio (ARCHITECTURE.md §4).
+"""Tools of MCP servers over stdio (docs/architecture.md §4).
 
 A tool ``{mcp: {command: ["mcp-server-time"], tool: get_current_time}}`` is a
 tool the server started by ``command`` offers. The server runs as a child

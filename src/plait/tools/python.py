@@ -1,6 +1,6 @@
 """Python functions as tools: import ``module:function``, read the signature, bind a context.
 
-A tool node hands its tool the whole run context (ARCHITECTURE.md §4): context
+A tool node hands its tool the whole run context (docs/architecture.md §4): context
 keys fill the parameters they name and the others are ignored; a sole parameter
 annotated ``dict`` (or named ``context``) receives the whole context; a
 ``**kwargs`` parameter receives every key. Arguments are validated against the
