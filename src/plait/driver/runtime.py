@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from plait.workflow import Workflow
 
 
+def _of_host(name: str) -> Any:
+    """A read-only attribute of the runtime that is its host's ``name``."""
+    return property(lambda runtime: getattr(runtime.host, name))
+
+
 class Runtime:
     """Drives runs durably on one store (SQLite by default).
 
@@ -68,22 +73,15 @@ class Runtime:
         store = store if store is not None else open_store(self.db, durability=durability)
         self.host = Host(store, clock, principal, limit, observer, model, telemetry)
 
-    @property
-    def store(self) -> Store:
-        return self.host.store
-
-    @property
-    def clock(self) -> Clock:
-        return self.host.clock
-
-    @property
-    def principal(self) -> str:
-        return self.host.principal
-
-    @property
-    def max_checkpoint_bytes(self) -> int:
-        """Canonical bytes one checkpoint may hold: a drive refuses a larger one (E015)."""
-        return self.host.max_checkpoint_bytes
+    # What the runtime works with, read from its Host (read-only).
+    store: Store = _of_host("store")
+    clock: Clock = _of_host("clock")
+    principal: str = _of_host("principal")
+    observer: Observer | None = _of_host("observer")
+    model: Model | None = _of_host("model")
+    telemetry: bool | TracerProvider | None = _of_host("telemetry")
+    max_checkpoint_bytes: int = _of_host("max_checkpoint_bytes")
+    """Canonical bytes one checkpoint may hold: a drive refuses a larger one (E015)."""
 
     def close(self) -> None:
         self.store.close()
