@@ -1,4 +1,4 @@
-"""Agent.resume with approvals and deferred results, and Agent.send (ARCHITECTURE.md §6.7, §8, §10).
+"""Agent.resume with approvals and deferred results, and Agent.send (§6.7, §8, §10).
 
 Answers are keyed by the model's tool call id and journaled by ask id through
 ``Runtime.respond``; a batch with any invalid answer journals nothing.

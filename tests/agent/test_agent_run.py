@@ -1,4 +1,4 @@
-"""plait.Agent (ARCHITECTURE.md §10): a one-node workflow on the same journal, resume and verify."""
+"""plait.Agent (§10): a one-node workflow on the same journal, resume and verify."""
 
 from __future__ import annotations
 

@@ -45,8 +45,8 @@ class Recorder:
 
 def ask(value: dict[str, Any]) -> tuple[ModelRequest, Any]:
     model = Recorder()
-    workflow: Any = SimpleNamespace(llm={}, tools={})
-    runner = LlmRunner(workflow, model, [])
+    definition: Any = SimpleNamespace(llm={}, tools={}, tool_schemas={})
+    runner = LlmRunner(definition, model, [])
     key = JournalKey("run", "", "agent", 1, 3, "llm")
     outcome = asyncio.run(runner(Dispatch(key, "llm", value)))
     (request,) = model.requests

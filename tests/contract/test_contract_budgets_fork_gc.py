@@ -205,6 +205,20 @@ def test_gc_of_a_bad_duration_is_e019(cli: Cli):
 # -- worker ------------------------------------------------------------------------------------
 
 
+def test_worker_drives_a_queued_run_with_the_model_it_was_started_with(cli: Cli):
+    # `run --detach --model` pins the override: the worker resumes with it, not with the
+    # model the workflow file names (which would no longer match the pin, PLAIT-E010).
+    cli.run("agent.yaml", "m1", "--detach", "--model", "scripted:models/by_node.json")
+
+    done = cli("worker", "--once")
+
+    assert done.exit_code == 0, done.data
+    assert done.data["statuses"] == {"completed": 1}
+    shown = cli("show", "m1").data
+    assert shown["status"] == "completed"
+    assert cli("verify", "m1").data["verified"] is True
+
+
 def test_worker_once_drives_a_queued_run(cli: Cli):
     cli.run("approval.yaml", "r1", "--detach")
 

@@ -1,5 +1,5 @@
 """Subgraph nodes (child runs) and Send fan-out as a user sees them through the CLI
-(docs/fanout-and-subgraphs.md, ARCHITECTURE.md §3.5 fail-fast, §3.8, §3.9)."""
+(docs/fanout-and-subgraphs.md, docs/architecture.md §3.5 fail-fast, §3.8, §3.9)."""
 
 from __future__ import annotations
 

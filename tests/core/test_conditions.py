@@ -1,4 +1,4 @@
-"""The edge condition language (ARCHITECTURE.md §3.6): grammar, semantics, totality."""
+"""The edge condition language (docs/architecture.md §3.6): grammar, semantics, totality."""
 
 from __future__ import annotations
 

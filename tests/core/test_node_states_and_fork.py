@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from plait.core.env import BudgetAxis
-from plait.core.events import Forked
 from plait.core.fork import fork_state
 from plait.core.node_states import TRANSITIONS, InvalidMove, Move, NodeState, move
 from plait.core.plan import EdgeSpec, NodeSpec, build_plan
@@ -88,15 +87,3 @@ def test_fork_renames_the_run_reopens_a_finished_one_and_forgets_an_exhausted_ax
 def test_fork_keeps_an_open_or_idle_phase():
     state = fresh()
     assert fork_state(state, "run-2").phase == IDLE
-
-
-def test_the_forked_event_applies_the_same_transition_in_the_step():
-    from plait.core.env import NodeExecutor, StepEnv
-    from plait.core.step import step
-
-    env = StepEnv(plan=PLAN, executors=(NodeExecutor("tool", "a"), NodeExecutor("tool", "b")))
-    state = fresh()
-    state.phase = Finished("Completed")
-    expected = fork_state(SchedulerState.from_json(state.to_json()), "run-2").to_json()
-    step(env, state, [Forked("run-2")])
-    assert state.to_json() == expected

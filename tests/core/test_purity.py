@@ -1,5 +1,5 @@
 """The core (and governance) import only the standard library and themselves, and never
-reach for a clock, randomness, the environment or uuids (ARCHITECTURE.md §1, §2)."""
+reach for a clock, randomness, the environment or uuids (docs/architecture.md §1, §2)."""
 
 from __future__ import annotations
 

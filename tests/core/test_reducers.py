@@ -1,4 +1,4 @@
-"""Context reducers (ARCHITECTURE.md §3.7): semantics, type errors, batching invariance."""
+"""Context reducers (docs/architecture.md §3.7): semantics, type errors, batching invariance."""
 
 from __future__ import annotations
 

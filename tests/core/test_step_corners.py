@@ -1,4 +1,4 @@
-"""Corners of the step function that decide compatibility (ARCHITECTURE.md §3.2-§3.5a).
+"""Corners of the step function that decide compatibility (docs/architecture.md §3.2-§3.5a).
 
 Each test pins one rule an audit found no test guarding: joins over arms of different
 length, fail-fast's silence at close, cancel while parked, events the core must ignore,

@@ -1,5 +1,5 @@
 """docs/architecture.md answers the code: every section the code cites (``§3.5``,
-``ARCHITECTURE.md §11``) is a heading of that file, and every module it names exists
+``docs/architecture.md §11``) is a heading of that file, and every module it names exists
 (a module renamed or split fails here until the document follows it)."""
 
 from __future__ import annotations

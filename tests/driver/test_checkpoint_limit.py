@@ -1,7 +1,7 @@
 """PLAIT-E015: a checkpoint over ``PLAIT_MAX_CHECKPOINT_BYTES`` is refused before its wave
 is committed. The store stays exactly as the wave before left it, the lease is given up,
 a resume reaching the same wave is refused the same way, and one with the limit raised
-finishes the run (ARCHITECTURE.md §13, CONTRACT.md exit codes).
+finishes the run (docs/architecture.md §13, CONTRACT.md exit codes).
 
 The CLI scenarios run ``plait`` in real processes: the store "as the wave before left it"
 is the store of a driver killed (``PLAIT_CRASH_AT``) right after that wave's commit.

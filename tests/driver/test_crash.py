@@ -1,4 +1,4 @@
-"""Kill the driver at every intent and result boundary, resume, verify (ARCHITECTURE.md §5).
+"""Kill the driver at every intent and result boundary, resume, verify (docs/architecture.md §5).
 
 Each test runs `plait run` in a real subprocess that dies at a chosen boundary
 (PLAIT_CRASH_AT, or a real SIGKILL mid-wave), then `plait resume` and `plait verify`.

@@ -1,4 +1,4 @@
-"""Crash tests across a park, a Send fan-out wave and a subgraph (ARCHITECTURE.md §5, §8).
+"""Crash tests across a park, a Send fan-out wave and a subgraph (docs/architecture.md §5, §8).
 
 Like tests/driver/test_crash.py: every step is a real `plait` process on one SQLite
 file; the process that crashes dies by SIGKILL at a chosen journal boundary

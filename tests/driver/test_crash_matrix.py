@@ -1,4 +1,4 @@
-"""The crash matrix beyond plain tool nodes (ARCHITECTURE.md §1.2, §5, §14).
+"""The crash matrix beyond plain tool nodes (docs/architecture.md §1.2, §5, §14).
 
 Each case is a real `plait run` (or `resume`, `fork`) process that dies at one journal
 boundary (PLAIT_CRASH_AT=intent:N|result:N, counted per process) or by a real SIGKILL

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans of driven runs (ARCHITECTURE.md §12): observation only.
+"""OpenTelemetry spans of driven runs (docs/architecture.md §12): observation only.
 
 Each test hands its own SDK ``TracerProvider`` (an in-memory exporter behind a
 ``SimpleSpanProcessor``) to the Runtime, so the global provider is never set.

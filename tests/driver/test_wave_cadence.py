@@ -1,4 +1,4 @@
-"""The driver's wave cadence on a real SQLite file (ARCHITECTURE.md §5.2, §3.3, §3.5a).
+"""The driver's wave cadence on a real SQLite file (docs/architecture.md §5.2, §3.3, §3.5a).
 
 One wave's effects run at the same time; their results are journaled and fed in
 dispatch order whatever order they finish in; each wave takes exactly one clock

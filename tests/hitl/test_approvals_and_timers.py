@@ -1,4 +1,4 @@
-"""Approvals that a workflow branches on, denials, and durable timers (ARCHITECTURE.md §8).
+"""Approvals that a workflow branches on, denials, and durable timers (docs/architecture.md §8).
 
 An approval completes with {approved, by, reason}; edges `when: approved` and
 `'!approved'` pick the branch. `respond --deny` on a free-form ask fails the run

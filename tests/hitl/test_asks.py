@@ -1,4 +1,4 @@
-"""Ask identity and the order answers are checked in (ARCHITECTURE.md §3.4, §8).
+"""Ask identity and the order answers are checked in (docs/architecture.md §3.4, §8).
 
 Ask ids are call ids of journal keys: unique per run, node generation and ordinal.
 An answer is refused with E011 (unknown, settled or expired ask), E012 (the owner

@@ -1,4 +1,4 @@
-"""Budgets, one axis at a time (ARCHITECTURE.md §7; axis names and units in CONTRACT.md).
+"""Budgets, one axis at a time (docs/architecture.md §7; axis names and units in CONTRACT.md).
 
 Each test exhausts one axis: the run ends `budget_exhausted` with `outcome.axis` named
 as CONTRACT does, exit 1. A refused LLM turn is never sent to the model; after

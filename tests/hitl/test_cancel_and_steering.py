@@ -1,4 +1,4 @@
-"""Cancel (ARCHITECTURE.md §3.5) and steering messages (§6.7) on parked and crashed runs.
+"""Cancel (docs/architecture.md §3.5) and steering messages (§6.7) on parked and crashed runs.
 
 `cancel` and `send` only journal; the next `resume` feeds them to the core. A cancel
 abandons pending asks and ends the run Canceled{by, reason}. A steering message

@@ -1,4 +1,4 @@
-"""A parked run survives the exit of its process (ARCHITECTURE.md §8, §5.4, §5.5).
+"""A parked run survives the exit of its process (docs/architecture.md §8, §5.4, §5.5).
 
 `plait run` parks (exit 3) and exits; hours of fake clock later, new processes list
 the ask, answer it and resume the run to completion, and verify passes across the park.

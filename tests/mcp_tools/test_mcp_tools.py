@@ -1,4 +1,4 @@
-"""Tools of MCP servers over stdio (ARCHITECTURE.md §4), against real server processes.
+"""Tools of MCP servers over stdio (docs/architecture.md §4), against real server processes.
 
 The time server is the real ``mcp-server-time`` from PyPI, run with
 ``--local-timezone UTC`` so the schema it describes does not depend on the

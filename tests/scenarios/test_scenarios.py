@@ -1,4 +1,4 @@
-"""Conformance scenarios of the LLM loop (ARCHITECTURE.md §6, §14), run through the CLI.
+"""Conformance scenarios of the LLM loop (docs/architecture.md §6, §14), run through the CLI.
 
 Every folder next to this file is one scenario, named after the behaviour it pins:
 

@@ -1,4 +1,4 @@
-"""Workers on PostgreSQL (ARCHITECTURE.md §11, §5.7): real `plait worker` processes.
+"""Workers on PostgreSQL (docs/architecture.md §11, §5.7): real `plait worker` processes.
 
 Several workers share hundreds of queued runs; a worker is killed mid-wave and another
 on the same host takes its lease over at once; a worker whose lease was taken (after

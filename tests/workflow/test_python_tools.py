@@ -1,4 +1,4 @@
-"""Python functions as tools: how a context fills their parameters (ARCHITECTURE.md §4)."""
+"""Python functions as tools: how a context fills their parameters (docs/architecture.md §4)."""
 
 from __future__ import annotations
 

@@ -59,13 +59,6 @@ class InputReceived:
 
 
 @dataclass(frozen=True, slots=True)
-class Forked:
-    """This state seeds a fork (§5.6): it continues as run ``run_id`` (``fork.fork_into``)."""
-
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class BudgetRaised:
     """A journaled manifest supersession raised the budgets (§7)."""
 
@@ -80,7 +73,6 @@ Event = (
     | CancelSeen
     | InputReceived
     | BudgetRaised
-    | Forked
 )
 
 # --- commands ---------------------------------------------------------------

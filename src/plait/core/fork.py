@@ -13,17 +13,13 @@ from dataclasses import replace
 from plait.core.state import IDLE, Finished, SchedulerState
 
 
-def fork_into(state: SchedulerState, run_id: str) -> None:
-    """Make ``state`` the seed of fork ``run_id``, in place (the step's ``Forked``)."""
-    state.run_id = run_id
-    if isinstance(state.phase, Finished):
-        state.phase = IDLE
-    state.exhausted = None
-
-
 def fork_state(state: SchedulerState, new_run_id: str) -> SchedulerState:
     """The seed state of fork ``new_run_id`` from ``state``; ``state`` itself is unchanged
-    (its containers are shared: the fork's driver takes ownership of them)."""
-    forked = replace(state)
-    fork_into(forked, new_run_id)
+    (its containers are shared: the fork's driver takes ownership of them). The fork's
+    seed is written as its first checkpoint, not produced by a ``step``: this is the one
+    place its state changes."""
+    forked = replace(state, run_id=new_run_id)
+    if isinstance(forked.phase, Finished):
+        forked.phase = IDLE
+    forked.exhausted = None
     return forked

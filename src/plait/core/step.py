@@ -42,13 +42,11 @@ from plait.core.events import (
     EmitEnvelope,
     Event,
     Finish,
-    Forked,
     InputReceived,
     ResponseSettled,
     Start,
     WriteCheckpoint,
 )
-from plait.core.fork import fork_into
 from plait.core.keys import JournalKey, call_id
 from plait.core.machine import StepContext, emit_effect, fail_node
 from plait.core.node_states import Move, NodeState, move
@@ -160,8 +158,6 @@ def _apply(s: StepContext, event: Event) -> None:
         outcome = state.outcome()
         if isinstance(outcome, dict) and "BudgetExhausted" in outcome:
             state.phase = IDLE
-    elif isinstance(event, Forked):
-        fork_into(state, event.run_id)
     elif isinstance(event, ResponseSettled):
         ask = state.pending_asks.pop(event.ask_id, None)
         if ask is not None:

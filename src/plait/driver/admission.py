@@ -13,6 +13,7 @@ from plait.core.canonical import CanonicalJSONError, require_json
 from plait.core.env import Budgets
 from plait.core.errors import PlaitError
 from plait.store.records import Journal
+from plait.workflow.pinning import pinned_model
 
 if TYPE_CHECKING:
     from plait.models.base import Model
@@ -78,7 +79,7 @@ def check_input(value: Any, what: str = "run input") -> None:
 def check_pinned_model(run_id: str, manifest: dict[str, Any], model: Model | None) -> None:
     """PLAIT-E025 when a run is driven on with a model other than the one it pinned (a
     ``Runtime(model=...)`` resuming it): its turns so far were that model's."""
-    pinned = (manifest["workflow"].get("llm") or {}).get("model")
+    pinned = pinned_model(manifest)
     given = getattr(model, "spec", None)
     if pinned is not None and given is not None and given != pinned:
         raise PlaitError(

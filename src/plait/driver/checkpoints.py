@@ -23,10 +23,6 @@ class Checkpoint:
     scheduler: SchedulerState
     decisions: dict[str, Any]
 
-    def encode(self) -> bytes:
-        """The checkpoint's canonical bytes, as a drive writes them."""
-        return encode_checkpoint(self.scheduler, self.decisions)
-
 
 def encode_checkpoint(state: SchedulerState, decisions: dict[str, Any]) -> bytes:
     return dumpb({"scheduler": state.to_json(), "decisions": decisions})

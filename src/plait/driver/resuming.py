@@ -8,6 +8,7 @@ written). A finished run reports its outcome again and drives nothing (§5.4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from plait.core.events import (
@@ -39,15 +40,18 @@ async def resume_run(
     host: Host,
     runs: Runs,
     run_id: str,
-    definition: RunDefinition,
-    manifest: dict[str, Any],
+    pin: Callable[[dict[str, Any]], RunDefinition],
+    manifest: dict[str, Any] | None,
     token: int | None,
 ) -> RunResult:
-    """Continue ``run_id`` from its last checkpoint (see ``Runtime.resume``). A lease
-    already held (``token``) goes to the drive, or is given up here when nothing is
-    driven (a finished run, an error before driving)."""
+    """Continue ``run_id`` from its last checkpoint (see ``Runtime.resume``) with the
+    definition ``pin`` gives for its manifest (read here unless given). A lease already
+    held (``token``) goes to the drive, or is given up here when nothing is driven (a
+    finished run, an error before driving)."""
     driving = False
     try:
+        manifest = manifest if manifest is not None else host.manifest(run_id)
+        definition = pin(manifest)
         journal = host.store.load_journal(run_id)
         meta = journal.checkpoints[-1] if journal.checkpoints else None
         now = host.clock()

@@ -29,10 +29,6 @@ class RunView:
         self.now_ms = now_ms
         self._checkpoints: dict[int, Checkpoint] = {}
 
-    @classmethod
-    def load(cls, store: Store, run_id: str, *, now_ms: int | None = None) -> RunView:
-        return cls(store, run_id, now_ms=now_ms)
-
     @cached_property
     def info(self) -> RunInfo:
         """The run's row (PLAIT-E017 for an unknown run)."""

@@ -39,8 +39,11 @@ if TYPE_CHECKING:
 
 
 def _of_host(name: str) -> Any:
-    """A read-only attribute of the runtime that is its host's ``name``."""
-    return property(lambda runtime: getattr(runtime.host, name))
+    """An attribute of the runtime that is its host's ``name``."""
+    return property(
+        lambda runtime: getattr(runtime.host, name),
+        lambda runtime, value: setattr(runtime.host, name, value),
+    )
 
 
 class Runtime:
@@ -73,7 +76,7 @@ class Runtime:
         store = store if store is not None else open_store(self.db, durability=durability)
         self.host = Host(store, clock, principal, limit, observer, model, telemetry)
 
-    # What the runtime works with, read from its Host (read-only).
+    # What the runtime works with: its Host's.
     store: Store = _of_host("store")
     clock: Clock = _of_host("clock")
     principal: str = _of_host("principal")
@@ -127,7 +130,7 @@ class Runtime:
         check_new_run(run_id, input)
         made = await create_run(self.host, definition_of(workflow), input, run_id, None, "queued")
         self.store.notify_runnable(made.run_id)
-        return self.show(made.run_id)
+        return RunView(self.store, made.run_id).show()
 
     async def resume(
         self,
@@ -143,16 +146,13 @@ class Runtime:
         drive writes under it instead of acquiring one. It is released at the end whether
         or not a drive happened (a finished run, an error before driving).
         ``manifest``: the run's manifest, when the caller has read it already (a worker
-        does, to find the run's file): it is not read again.
+        does): it is not read again.
         """
-        try:
-            manifest = manifest if manifest is not None else self.host.manifest(run_id)
-            definition = self.host.definitions.pinned(manifest, workflow)
-        except BaseException:
-            if token is not None:
-                self.release_lease(run_id, token)
-            raise
-        return await resume_run(self.host, self, run_id, definition, manifest, token)
+
+        def pin(pinned: dict[str, Any]) -> RunDefinition:
+            return self.host.definitions.pinned(pinned, workflow)  # E010 if it changed
+
+        return await resume_run(self.host, self, run_id, pin, manifest, token)
 
     async def fork(
         self,
@@ -186,7 +186,7 @@ class Runtime:
 
     def view(self, run_id: str) -> RunView:
         """The run read back: its standing, effects, asks and flows (one read each)."""
-        return RunView.load(self.store, run_id, now_ms=self.clock())
+        return RunView(self.store, run_id, now_ms=self.clock())
 
     def show(self, run_id: str) -> RunResult:
         return self.view(run_id).show()

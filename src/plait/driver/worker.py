@@ -14,8 +14,9 @@
   given up), and the next claim takes it over. A claimed run with nothing to drive (a
   finished run a cancel woke) gets its status back (``Runtime.resume``).
 - **Driving.** Each claimed run is driven in a thread of its own (its own event loop)
-  by ``Runtime.resume(run_id, token=..., manifest=...)`` (the manifest, read once to find
-  the run's file, is handed on): the drive writes under the claimed token, which every
+  by ``Runtime.resume(run_id, token=..., manifest=...)`` (the manifest, read once, is
+  handed on; the runtime's ``Definitions`` loads each version of a run's file once, with
+  the model the run pinned): the drive writes under the claimed token, which every
   journal write checks in its own transaction (a worker whose lease was taken over stops
   with PLAIT-E021 and writes nothing), and releases the lease when the run finishes or
   parks. Threads keep one run's blocking tools from stalling the others.
@@ -62,7 +63,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plait.core.errors import PlaitError
 from plait.driver.defaults import lease_ttl
@@ -71,9 +72,6 @@ from plait.driver.runtime import Runtime
 from plait.store.base import Listener, WorkStore
 from plait.store.records import LeaseOwner
 from plait.workflow.run_definition import Definitions
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_POLL_MS = 1000
 MAX_BACKOFF_S = 60.0

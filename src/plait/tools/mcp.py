@@ -15,7 +15,7 @@ that entered it while calls come from many tasks.
 What a server offered is pinned at run start (``fetch_catalogue``): each MCP
 tool's description and input schema go into the run's manifest, so validating a
 model's arguments, the tool offer and ``verify`` never ask the server again
-(``with_catalogue`` fills a definition from a pinned catalogue).
+(``workflow.pinning.with_catalogue`` fills a definition from a pinned catalogue).
 
 This module reports what a server did: a tool result becomes an outcome here
 (``is_error`` is ExecutorError; structured content, else the text read as JSON

@@ -20,6 +20,12 @@ from plait.workflow.loader import load_workflow
 W = TypeVar("W", bound=Workflow)
 
 
+def pinned_model(manifest: dict[str, Any]) -> str | None:
+    """The model spec a run pinned at start (``--model`` included), None without one."""
+    model = (manifest["workflow"].get("llm") or {}).get("model")
+    return None if model is None else str(model)
+
+
 def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) -> Workflow:
     """The run's definition: the given one or its source file, checked against the pin."""
     if workflow is None:
@@ -31,8 +37,7 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
                 " (workflow=...) to resume or fork it",
             )
         # The model pinned at start wins (a run started with --model resumes with it).
-        pinned_model = (manifest["workflow"].get("llm") or {}).get("model")
-        workflow = load_workflow(Path(source), pinned_model)
+        workflow = load_workflow(Path(source), pinned_model(manifest))
     # What the run's MCP servers offered was pinned at start; the servers are not asked again.
     workflow = with_catalogue(workflow, manifest.get("mcp_catalogue"))
     if workflow.to_manifest() != manifest["workflow"]:

@@ -23,7 +23,7 @@ from plait.tools.mcp import fetch_catalogue
 from plait.tools.python import input_schema
 from plait.workflow.definition import ToolDef, Workflow
 from plait.workflow.loader import load_workflow
-from plait.workflow.pinning import pinned_workflow, with_catalogue
+from plait.workflow.pinning import pinned_model, pinned_workflow, with_catalogue
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ class Definitions:
         source = manifest.get("source")
         if not source or self._files is None:
             return None
-        model = (manifest["workflow"].get("llm") or {}).get("model")
+        model = pinned_model(manifest)
         with self._lock:
             try:
                 stat = os.stat(source)
