@@ -54,3 +54,25 @@ def latest_state(store: Store, run_id: str) -> SchedulerState | None:
     """The state of the run's latest checkpoint; None before its first."""
     meta = store.latest_checkpoint(run_id)
     return None if meta is None else read_state(store, run_id, meta.seq)
+
+
+def differing_fields(expected: bytes, produced: bytes) -> list[str]:
+    """Dotted paths (two levels deep) where two stored checkpoints differ, sorted (what
+    verify names when a replay's checkpoint is not the journal's)."""
+    a, b = loads(expected), loads(produced)
+    fields: list[str] = []
+    for part in ("scheduler", "decisions"):
+        left, right = a.get(part, {}), b.get(part, {})
+        for name in sorted(set(left) | set(right)):
+            if left.get(name) != right.get(name) or type(left.get(name)) is not type(
+                right.get(name)
+            ):
+                lv, rv = left.get(name), right.get(name)
+                if isinstance(lv, dict) and isinstance(rv, dict):
+                    subs = sorted(k for k in set(lv) | set(rv) if lv.get(k) != rv.get(k))
+                    fields.extend(f"{part}.{name}.{k}" for k in subs[:5])
+                    if not subs:
+                        fields.append(f"{part}.{name}")
+                else:
+                    fields.append(f"{part}.{name}")
+    return fields or ["bytes"]

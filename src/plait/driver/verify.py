@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from plait.core.canonical import dumps, loads
+from plait.core.canonical import dumps
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import WriteCheckpoint, WriteIntent
@@ -23,7 +23,7 @@ from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.admission import budgets_of
-from plait.driver.checkpoints import decode_checkpoint
+from plait.driver.checkpoints import decode_checkpoint, differing_fields
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.feeds import FEED, decode_events
@@ -53,27 +53,6 @@ class VerifyReport:
         if self.error is not None:
             out["error"] = self.error
         return out
-
-
-def _differing_fields(expected: bytes, produced: bytes) -> list[str]:
-    """Dotted paths (two levels deep) where two checkpoints differ, sorted."""
-    a, b = loads(expected), loads(produced)
-    fields: list[str] = []
-    for part in ("scheduler", "decisions"):
-        left, right = a.get(part, {}), b.get(part, {})
-        for name in sorted(set(left) | set(right)):
-            if left.get(name) != right.get(name) or type(left.get(name)) is not type(
-                right.get(name)
-            ):
-                lv, rv = left.get(name), right.get(name)
-                if isinstance(lv, dict) and isinstance(rv, dict):
-                    subs = sorted(k for k in set(lv) | set(rv) if lv.get(k) != rv.get(k))
-                    fields.extend(f"{part}.{name}.{k}" for k in subs[:5])
-                    if not subs:
-                        fields.append(f"{part}.{name}")
-                else:
-                    fields.append(f"{part}.{name}")
-    return fields or ["bytes"]
 
 
 def _first_difference(want: Any, got: Any, path: str) -> str | None:
@@ -195,7 +174,7 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             seq = expected[compared]
             want = stored_bytes(seq)
             if want != command.data:
-                fields = ", ".join(_differing_fields(want, command.data))
+                fields = ", ".join(differing_fields(want, command.data))
                 return VerifyReport(
                     run_id,
                     False,
