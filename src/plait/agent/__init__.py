@@ -9,13 +9,13 @@ journal, ``run_stream`` yields the events of ``plait.agent.stream``, and
 from plait.agent.agent import NODE, Agent
 from plait.agent.hitl import Approval, DeferredError
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
+from plait.agent.run_reader import read_run_state
 from plait.agent.run_state import (
     AgentRunState,
     RunStatus,
     RunUsage,
     ToolCallPart,
     ToolReturnPart,
-    read_run_state,
 )
 from plait.agent.stream import (
     AgentEvent,

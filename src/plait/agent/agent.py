@@ -25,12 +25,8 @@ from pydantic import BaseModel
 
 from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
-from plait.agent.run_state import (
-    AGENT_RECORD,
-    AgentRunState,
-    OutputT,
-    read_run_state,
-)
+from plait.agent.run_reader import read_run_state
+from plait.agent.run_state import AGENT_RECORD, AgentRunState, OutputT
 from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
 from plait.core.state import SchedulerState
 from plait.driver.clock import Clock
