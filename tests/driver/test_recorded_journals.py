@@ -35,6 +35,7 @@ from inprocess import run_cli
 from plait.core.canonical import dumpb, loads
 from plait.core.state import SchedulerState
 from plait.store import open_store
+from plait.workflow.plan_hash import plan_hash
 
 JOURNALS = Path(__file__).resolve().parents[1] / "fixtures" / "journals"
 FLOWS = JOURNALS / "workflows"
@@ -107,9 +108,20 @@ def test_every_checkpoint_decodes_and_encodes_to_its_stored_bytes(db: Path, run_
 def test_the_readers_print_what_they_printed(db: Path, run_id: str) -> None:
     want = expected(run_id)
     show = printed(plait(db, "show", run_id), EXIT_OF.get(want["show"]["status"], 1))
+    # `plan_hash` came later (issue #16), an added field: the run's pinned plan by meaning.
+    manifest = read_manifest(db, run_id)
+    assert show.pop("plan_hash") == plan_hash(manifest["workflow"])
     assert show == want["show"]
     assert printed(plait(db, "trace", run_id)) == want["trace"]
     assert printed(plait(db, "asks", run_id)) == want["asks"]
+
+
+def read_manifest(db: Path, run_id: str) -> dict[str, Any]:
+    store = open_store(f"sqlite:///{db}")
+    try:
+        return dict(store.manifests(run_id)[0])
+    finally:
+        store.close()
 
 
 def test_the_store_lists_what_it_listed(db: Path) -> None:

@@ -17,6 +17,7 @@ from rich.markup import escape
 from plait.cli.common import JsonOption
 from plait.cli.output import Output
 from plait.workflow.loader import load_with_warnings
+from plait.workflow.plan_hash import plan_hash
 
 
 def check(
@@ -34,6 +35,7 @@ def check(
     if json_output:
         summary: dict[str, Any] = {"ok": True, "workflow": wf.name, "nodes": len(wf.nodes)}
         summary |= {"edges": len(wf.edges), "tools": len(wf.tools)}
+        summary["plan_hash"] = plan_hash(wf.to_manifest())
         if warnings:
             summary["warnings"] = [
                 {"code": f"PLAIT-{w.code}", "message": w.message, "line": w.line} for w in warnings

@@ -14,6 +14,7 @@ from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
 from plait.driver.telemetry import run_trace
 from plait.driver.wave import RunResult, drive
+from plait.workflow.plan_hash import plan_hash
 from plait.workflow.run_definition import Definitions, definition_of
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ async def run_in_memory(
     try:
         execute = trace.driving(state, dispatcher, ())
         result = await drive(env, state, events, journal, execute, clock, watch=trace.watch)
+        result.plan_hash = plan_hash(definition.pinned)
         trace.end(result)
         return result
     except BaseException as exc:

@@ -18,6 +18,7 @@ from plait.driver.inspect_run import explain, trace
 from plait.driver.wave import RunResult
 from plait.store.base import Store
 from plait.store.records import CheckpointMeta, Journal, RunInfo
+from plait.workflow.plan_hash import plan_hash
 
 
 class RunView:
@@ -64,6 +65,11 @@ class RunView:
         return self._checkpoints[seq]
 
     @property
+    def plan_hash(self) -> str:
+        """The plan the run is pinned to, by meaning."""
+        return plan_hash(self.manifest["workflow"])
+
+    @property
     def nodes(self) -> list[dict[str, Any]]:
         """The pinned definition's nodes, in plan order."""
         return list(self.manifest["workflow"]["nodes"])
@@ -82,9 +88,12 @@ class RunView:
             )
             # Nothing spent yet: every figure of ``spent`` is there, at zero (CONTRACT.md).
             spent = {**Spent().to_json(), "elapsed_ms": 0}
-            return RunResult(self.run_id, info.status, None, context, spent, [])
+            queued = RunResult(self.run_id, info.status, None, context, spent, [])
+            queued.plan_hash = self.plan_hash
+            return queued
         # Its own asks and its child runs', each naming its run, as ``run`` and ``asks`` list them.
         result = RunResult.of(state, self.asks())
+        result.plan_hash = self.plan_hash
         if result.status == "running" and info.status != "running":
             result.status = info.status  # e.g. interrupted: the row knows better than the state
         elif result.status == "parked" and info.status == "running":

@@ -83,6 +83,8 @@ class RunResult:
     asks: list[dict[str, Any]] = field(default_factory=list)
     folds: int = 0
     redelivered: int = 0
+    plan_hash: str | None = None
+    """The plan the run is pinned to, by meaning (``workflow.plan_hash``)."""
 
     @staticmethod
     def of(state: SchedulerState, asks: Sequence[dict[str, Any]] = ()) -> RunResult:
@@ -115,7 +117,7 @@ class RunResult:
             "asks": self.asks,
             "spent": self.spent,
             "folds": self.folds,
-        }
+        } | ({"plan_hash": self.plan_hash} if self.plan_hash is not None else {})
 
 
 def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:

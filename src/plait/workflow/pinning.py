@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from plait.core.errors import PlaitError
 from plait.workflow.definition import Workflow
 from plait.workflow.loader import load_workflow
+from plait.workflow.plan_hash import same_plan
 
 W = TypeVar("W", bound=Workflow)
 
@@ -40,7 +41,7 @@ def pinned_workflow(manifest: dict[str, Any], workflow: Workflow | None = None) 
         workflow = load_workflow(Path(source), pinned_model(manifest))
     # What the run's MCP servers offered was pinned at start; the servers are not asked again.
     workflow = with_catalogue(workflow, manifest.get("mcp_catalogue"))
-    if workflow.to_manifest() != manifest["workflow"]:
+    if not same_plan(workflow.to_manifest(), manifest["workflow"]):  # a cosmetic edit is not
         raise PlaitError(
             "E010",
             f"run '{manifest['run_id']}': the workflow no longer matches the one pinned at start"

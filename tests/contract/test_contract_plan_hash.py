@@ -1,0 +1,112 @@
+"""Only meaning pins a run (issue #16, part 1): `plan_hash` in `check` and `show`, and a
+parked run that resumes after its file was edited for people only (a description,
+comments, formatting, key order, JSON written into the file)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from contract.support import Cli
+
+COSMETIC_EDITS = {
+    "description": lambda text: text.replace(
+        "name: approval\n", "name: approval\ndescription: Ship or hold an order.\n"
+    ),
+    "comments": lambda text: (
+        "# edited after the run started\n"
+        + text.replace("    tool: start", "    tool: start  # the first node")
+    ),
+    "reformatted": lambda text: text.replace(
+        "  - {from: start, to: approve}", "  - from: start\n    to: approve"
+    ).replace(
+        "ask: {prompt: Ship it?, approval: true}", "ask: {approval: true, prompt: 'Ship it?'}"
+    ),
+    "json": lambda text: (Path(__file__).parent / "flows" / "approval.json").read_text(),
+}
+
+
+def plan_hash_of(cli: Cli, name: str) -> str:
+    checked = cli.raw("check", cli.flow(name), "--json")
+    assert checked.exit_code == 0, checked
+    found = checked.data["plan_hash"]
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", found), found
+    return str(found)
+
+
+def rewrite(cli: Cli, name: str, edit: str) -> None:
+    path = Path(cli.flow(name))
+    path.write_text(COSMETIC_EDITS[edit](path.read_text()))
+
+
+@pytest.mark.parametrize("edit", sorted(COSMETIC_EDITS))
+def test_a_cosmetic_edit_keeps_the_plan_hash(cli: Cli, edit: str):
+    before = plan_hash_of(cli, "approval.yaml")
+    rewrite(cli, "approval.yaml", edit)
+
+    assert plan_hash_of(cli, "approval.yaml") == before
+
+
+def test_yaml_and_json_of_one_definition_have_one_plan_hash(cli: Cli):
+    assert plan_hash_of(cli, "approval.yaml") == plan_hash_of(cli, "approval.json")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("Ship it?", "Ship it now?"),  # an ask's prompt
+        ("to: held, when: '!approved'", "to: held, when: 'approved == false'"),  # a condition
+        ("ttl_s: 3600", "ttl_s: 7200"),  # the asks' time to live
+        ('"contract_tools:take_no"', '"contract_tools:take_yes"'),  # a tool binding
+    ],
+)
+def test_a_change_of_meaning_changes_the_plan_hash(cli: Cli, change: tuple[str, str]):
+    before = plan_hash_of(cli, "approval.yaml")
+    path = Path(cli.flow("approval.yaml"))
+    text = path.read_text()
+    assert change[0] in text
+    path.write_text(text.replace(*change))
+
+    assert plan_hash_of(cli, "approval.yaml") != before
+
+
+def test_show_prints_the_plan_hash_the_run_pinned(cli: Cli):
+    assert cli.run("approval.yaml", "r1").exit_code == 3
+
+    shown = cli("show", "r1").data
+
+    assert shown["plan_hash"] == plan_hash_of(cli, "approval.yaml")
+
+
+@pytest.mark.parametrize("edit", sorted(COSMETIC_EDITS))
+def test_a_parked_run_resumes_after_a_cosmetic_edit_of_its_file(cli: Cli, edit: str):
+    assert cli.run("approval.yaml", "r1").exit_code == 3
+    pinned = cli("show", "r1").data["plan_hash"]
+    rewrite(cli, "approval.yaml", edit)
+    ask = cli.only_ask("r1")["ask_id"]
+    assert cli("approve", "r1", ask, "--as", "bob").exit_code == 0
+
+    done = cli("resume", "r1")
+
+    assert done.exit_code == 0, done
+    assert done.data["status"] == "completed"
+    assert cli("show", "r1").data["plan_hash"] == pinned  # the run keeps its own plan
+    assert cli("verify", "r1").data["verified"] is True
+
+
+def test_a_change_of_meaning_still_refuses_to_resume_with_e010(cli: Cli):
+    assert cli.run("approval.yaml", "r1").exit_code == 3
+    path = Path(cli.flow("approval.yaml"))
+    path.write_text(path.read_text().replace("Ship it?", "Ship it now?"))
+    ask = cli.only_ask("r1")["ask_id"]
+    assert cli("approve", "r1", ask, "--as", "bob").exit_code == 0
+    before = cli("trace", "r1").data
+
+    done = cli("resume", "r1")
+
+    assert (done.exit_code, done.code) == (2, "PLAIT-E010"), done
+    assert cli("trace", "r1").data == before  # nothing was driven
+    assert json.loads(json.dumps(cli("show", "r1").data))["status"] == "parked"
