@@ -110,3 +110,19 @@ def test_a_change_of_meaning_still_refuses_to_resume_with_e010(cli: Cli):
     assert (done.exit_code, done.code) == (2, "PLAIT-E010"), done
     assert cli("trace", "r1").data == before  # nothing was driven
     assert json.loads(json.dumps(cli("show", "r1").data))["status"] == "parked"
+
+
+def test_on_postgresql_too_a_parked_run_resumes_after_a_cosmetic_edit(cli: Cli, postgres_url: str):
+    def on_pg(*args: str) -> dict:
+        done = cli.raw(*args, "--db", postgres_url, "--json")
+        assert done.exit_code in (0, 3), done
+        return done.data
+
+    assert on_pg("run", cli.flow("approval.yaml"), "--run-id", "p1")["status"] == "parked"
+    rewrite(cli, "approval.yaml", "description")
+    rewrite(cli, "approval.yaml", "comments")
+    (ask,) = on_pg("asks", "p1")["asks"]
+    on_pg("approve", "p1", ask["ask_id"], "--as", "bob")
+
+    assert on_pg("resume", "p1")["status"] == "completed"
+    assert on_pg("verify", "p1")["verified"] is True
