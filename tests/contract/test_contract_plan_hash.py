@@ -1,10 +1,10 @@
-"""Only meaning pins a run (issue #16, part 1): `plan_hash` in `check` and `show`, and a
-parked run that resumes after its file was edited for people only (a description,
-comments, formatting, key order, JSON written into the file)."""
+"""Only meaning pins a run, and a run goes on on its own version (issue #16, parts 1-2):
+`plan_hash` in `check` and the run object; a parked run resumes after its file was edited
+for people only (a description, comments, formatting, key order, JSON written into the
+file), and after a change of meaning (or the file's removal) on the version it pinned."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -97,19 +97,50 @@ def test_a_parked_run_resumes_after_a_cosmetic_edit_of_its_file(cli: Cli, edit: 
     assert cli("verify", "r1").data["verified"] is True
 
 
-def test_a_change_of_meaning_still_refuses_to_resume_with_e010(cli: Cli):
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("Ship it?", "Ship it now?"),  # the ask it waits on
+        ("  - {from: approve, to: held, when: '!approved'}\n", ""),  # the branch it takes
+        ("take_no", "take_yes"),  # a tool binding (and a node's tool)
+        (None, None),  # the file is gone
+    ],
+)
+def test_a_parked_run_goes_on_on_its_own_version_whatever_its_file_says_now(
+    cli: Cli, change: tuple[str | None, str | None]
+):
     assert cli.run("approval.yaml", "r1").exit_code == 3
+    pinned = cli("show", "r1").data["plan_hash"]
     path = Path(cli.flow("approval.yaml"))
-    path.write_text(path.read_text().replace("Ship it?", "Ship it now?"))
+    old, new = change
+    if old is None:
+        path.unlink()
+    else:
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new or ""))
     ask = cli.only_ask("r1")["ask_id"]
-    assert cli("approve", "r1", ask, "--as", "bob").exit_code == 0
-    before = cli("trace", "r1").data
+    assert cli("deny", "r1", ask, "--as", "bob", "--reason", "not now").exit_code == 0
 
     done = cli("resume", "r1")
 
-    assert (done.exit_code, done.code) == (2, "PLAIT-E010"), done
-    assert cli("trace", "r1").data == before  # nothing was driven
-    assert json.loads(json.dumps(cli("show", "r1").data))["status"] == "parked"
+    assert done.exit_code == 0, done
+    assert done.data["status"] == "completed"
+    assert done.data["plan_hash"] == pinned
+    assert done.data["context"]["branch"] == "denied"  # the pinned branch, node and tool ran
+    assert cli("verify", "r1").data["verified"] is True
+
+
+def test_a_new_run_takes_the_file_as_it_is_now(cli: Cli):
+    assert cli.run("approval.yaml", "r1").exit_code == 3
+    path = Path(cli.flow("approval.yaml"))
+    path.write_text(path.read_text().replace("Ship it?", "Ship it now?"))
+
+    assert cli.run("approval.yaml", "r2").exit_code == 3
+
+    assert cli.only_ask("r1")["prompt"] == "Ship it?"
+    assert cli.only_ask("r2")["prompt"] == "Ship it now?"
+    assert cli("show", "r2").data["plan_hash"] == plan_hash_of(cli, "approval.yaml")
+    assert cli("show", "r1").data["plan_hash"] != cli("show", "r2").data["plan_hash"]
 
 
 def test_on_postgresql_too_a_parked_run_resumes_after_a_cosmetic_edit(cli: Cli, postgres_url: str):

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from plait.core.env import Budgets
+from plait.core.errors import PlaitError
 from plait.tools.mcp import fetch_catalogue
 from plait.tools.python import input_schema
 from plait.workflow.definition import ToolDef, Workflow
 from plait.workflow.loader import load_workflow
+from plait.workflow.pinned_plan import workflow_from_pinned
 from plait.workflow.pinning import pinned_model, pinned_workflow, with_catalogue
 
 
@@ -100,11 +102,24 @@ class Definitions:
         self._lock = threading.Lock()
 
     def pinned(self, manifest: dict[str, Any], workflow: Workflow | None = None) -> RunDefinition:
-        """The run's definition: ``workflow`` (the caller's) or its source file, checked
-        against the pin (PLAIT-E010 when it no longer matches)."""
+        """The run's definition: ``workflow`` (the caller's, checked against the pin:
+        PLAIT-E010 when it differs in meaning), else its own version. That is its source
+        file while the file means what the run pinned; once the file changed (or is gone),
+        the version the run pinned, rebuilt from its manifest with today's tool code
+        (``pinned_plan``): a run always goes on on the plan it started with."""
+        given = workflow
         if workflow is None and self._files is not None:
             workflow = self._source_of(manifest)
-        return definition_of(pinned_workflow(manifest, workflow))
+        try:
+            return definition_of(pinned_workflow(manifest, workflow))
+        except PlaitError as exc:
+            if given is not None or not manifest.get("source"):
+                raise
+            try:
+                rebuilt = workflow_from_pinned(manifest)
+            except PlaitError:
+                raise exc from None
+        return definition_of(with_catalogue(rebuilt, manifest.get("mcp_catalogue")))
 
     def _source_of(self, manifest: dict[str, Any]) -> Workflow | None:
         """The run's source file as last loaded, unless it changed since; None when it
