@@ -157,3 +157,19 @@ def test_on_postgresql_too_a_parked_run_resumes_after_a_cosmetic_edit(cli: Cli, 
 
     assert on_pg("resume", "p1")["status"] == "completed"
     assert on_pg("verify", "p1")["verified"] is True
+
+
+def test_a_worker_drives_an_answered_run_on_its_own_version_after_a_change(cli: Cli):
+    assert cli.run("approval.yaml", "w1").exit_code == 3
+    pinned = cli("show", "w1").data["plan_hash"]
+    path = Path(cli.flow("approval.yaml"))
+    path.write_text(path.read_text().replace("take_no", "take_yes"))
+    ask = cli.only_ask("w1")["ask_id"]
+    assert cli("deny", "w1", ask, "--as", "bob", "--reason", "no").exit_code == 0
+
+    done = cli("worker", "--once")
+
+    assert done.exit_code == 0, done
+    assert done.data["statuses"] == {"completed": 1}, done.data
+    shown = cli("show", "w1").data
+    assert (shown["plan_hash"], shown["context"]["branch"]) == (pinned, "denied")

@@ -108,15 +108,16 @@ class Definitions:
         the version the run pinned, rebuilt from its manifest with today's tool code
         (``pinned_plan``): a run always goes on on the plan it started with."""
         given = workflow
-        if workflow is None and self._files is not None:
-            workflow = self._source_of(manifest)
         try:
+            if workflow is None and self._files is not None:
+                workflow = self._source_of(manifest)
             return definition_of(pinned_workflow(manifest, workflow))
         except PlaitError as exc:
             if given is not None or not manifest.get("source"):
                 raise
             try:
-                rebuilt = workflow_from_pinned(manifest)
+                with self._lock:  # resolving tools imports modules, as loading a file does
+                    rebuilt = workflow_from_pinned(manifest)
             except PlaitError:
                 raise exc from None
         return definition_of(with_catalogue(rebuilt, manifest.get("mcp_catalogue")))
