@@ -173,3 +173,16 @@ def test_a_worker_drives_an_answered_run_on_its_own_version_after_a_change(cli: 
     assert done.data["statuses"] == {"completed": 1}, done.data
     shown = cli("show", "w1").data
     assert (shown["plan_hash"], shown["context"]["branch"]) == (pinned, "denied")
+
+
+def test_show_warns_when_a_tool_module_changed_since_the_run_started(cli: Cli):
+    assert cli.run("approval.yaml", "r1").exit_code == 3
+    assert "tool_code_changed" not in cli("show", "r1").data
+    tools = Path(cli.flow("contract_tools.py"))
+    tools.write_text(tools.read_text() + "\n# a fix shipped while the run waits\n")
+
+    shown = cli("show", "r1").data
+    told = cli.raw("show", "r1", "--db", cli.db)
+
+    assert shown["tool_code_changed"] == ["contract_tools.py"]
+    assert "tool module contract_tools.py changed since the run started" in told.stderr

@@ -70,6 +70,10 @@ def show(
         out.data(shown)
     else:
         describe(out, result)
+        for path in shown.get("tool_code_changed", ()):
+            out.say(
+                f"  warning: tool module {path} changed since the run started (tool code is live)"
+            )
         for node_id, where in shown.get("governance", {}).items():
             _describe_flow(out, node_id, where)
     raise typer.Exit(status_exit(result))

@@ -64,6 +64,8 @@ async def create_run(
     if catalogue:
         manifest["mcp_catalogue"] = catalogue
     manifest["tool_schemas"] = definition.tool_schemas  # verify needs no tool module
+    if definition.tool_sources:  # tool code is live: what the run started with (show warns)
+        manifest["tool_sources"] = definition.tool_sources
     info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
     host.store.create_run(info, manifest)
     return Created(run_id, definition, now, manifest)

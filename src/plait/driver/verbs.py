@@ -18,6 +18,7 @@ from plait.driver.wave import RunResult
 from plait.store.records import RUN_STATUSES
 from plait.workflow.checks import MAX_INTEGER
 from plait.workflow.manifest import half_up
+from plait.workflow.run_definition import changed_tool_sources
 
 BUDGET_AXES = {
     "supersteps": ("max_supersteps", 1),
@@ -110,6 +111,9 @@ def show_object(rt: Runtime, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     view = rt.view(run_id)
     result = view.show()
     shown = result.to_json()
+    changed = changed_tool_sources(view.manifest)
+    if changed:  # tool code is live: the run goes on with today's functions
+        shown["tool_code_changed"] = changed
     governance = view.explain()
     if governance:
         shown["governance"] = governance

@@ -11,6 +11,7 @@ child workflow) and asking MCP servers what they offer happen here, behind
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plait.core.canonical import digest
 from plait.core.env import Budgets
 from plait.core.errors import PlaitError
 from plait.tools.mcp import fetch_catalogue
@@ -47,6 +49,9 @@ class RunDefinition:
     """Whether any node is abstract (an LLM loop): only then is a model needed."""
     plan_counts: tuple[int, int]
     """How many nodes and edges its plan has (what a fork onto it must match)."""
+    tool_sources: dict[str, str]
+    """SHA-256 of each Python tool's module file, by path (relative to ``base_dir`` when
+    inside it): tool code is live, so a run records what it started with."""
     workflow: Workflow = field(repr=False, compare=False)
     """The workflow it was built from: for this layer only (catalogue, child files)."""
 
@@ -82,8 +87,52 @@ def definition_of(workflow: Workflow) -> RunDefinition:
         budgets=workflow.to_budgets(),
         has_llm=any(node.kind == "abstract" for node in workflow.nodes),
         plan_counts=(len(plan.nodes), len(plan.edges)),
+        tool_sources=tool_sources(workflow),
         workflow=workflow,
     )
+
+
+def tool_sources(workflow: Workflow) -> dict[str, str]:
+    """SHA-256 of the module file of each Python tool (one entry per file)."""
+    found: dict[str, str] = {}
+    for name in sorted(workflow.tools):
+        fn = workflow.tools[name].callable
+        try:
+            path = Path(inspect.getsourcefile(fn) or "") if fn is not None else None
+        except TypeError:  # a builtin or a C function: no source file
+            path = None
+        if path is None or not path.is_file():
+            continue
+        key = source_key(path, workflow.base_dir)
+        if key not in found:
+            found[key] = digest(path.read_bytes())
+    return found
+
+
+def source_key(path: Path, base_dir: Path) -> str:
+    """How ``tool_sources`` names a file: relative to the workflow's folder when inside it."""
+    path = path.resolve()
+    try:
+        return path.relative_to(base_dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def changed_tool_sources(manifest: Mapping[str, Any]) -> list[str]:
+    """The tool module files of a run that changed (or are gone) since it started."""
+    recorded = manifest.get("tool_sources") or {}
+    source = manifest.get("source")
+    folder = Path(str(source)).parent if source else Path.cwd()
+    changed = []
+    for key in sorted(recorded):
+        path = Path(key) if Path(key).is_absolute() else folder / key
+        try:
+            now = digest(path.read_bytes())
+        except OSError:
+            now = None
+        if now != recorded[key]:
+            changed.append(key)
+    return changed
 
 
 class Definitions:
