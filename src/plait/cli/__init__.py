@@ -10,6 +10,7 @@ import typer
 
 from plait.cli.answer import approve, asks, deny, raise_budget, respond, send
 from plait.cli.check import check
+from plait.cli.diff import diff
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
 from plait.cli.output import JsonUsageGroup
@@ -48,6 +49,7 @@ app.command("trace")(trace)
 app.command("verify")(verify)
 app.command("graph")(graph)
 app.command("check")(check)
+app.command("diff")(diff)
 app.command("worker")(worker)
 app.command("gc")(gc)
 app.command("serve")(serve)
