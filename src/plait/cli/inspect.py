@@ -21,6 +21,8 @@ from plait.driver.verbs import (
     trace_object,
     verify_report,
 )
+from plait.workflow import load_workflow
+from plait.workflow.run_definition import definition_of
 
 
 def runs(
@@ -155,12 +157,21 @@ def _outcome_text(entry: dict[str, Any]) -> str:
 def verify(
     run_ids: Annotated[list[str] | None, typer.Argument(metavar="RUN_ID...")] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Verify every run in the store.")] = False,
+    workflow: Annotated[
+        str | None,
+        typer.Option(
+            "--workflow",
+            metavar="FILE",
+            help="Replay against this version of the plan instead of the one each run pinned.",
+        ),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Re-drive runs from their journals (no tool, no model) and compare every checkpoint."""
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
+        against = definition_of(load_workflow(workflow)) if workflow is not None else None
         if all_runs:
             ids = [i.run_id for i in rt.store.list_runs()]
         elif run_ids:
@@ -172,10 +183,10 @@ def verify(
             with Progress(console=out.console()) as bar:
                 task = bar.add_task("verifying", total=len(ids))
                 for run_id in ids:
-                    reports.append(verify_report(rt, run_id))
+                    reports.append(verify_report(rt, run_id, against))
                     bar.advance(task)
         else:
-            reports = [verify_report(rt, run_id) for run_id in ids]
+            reports = [verify_report(rt, run_id, against) for run_id in ids]
     failed = sum(1 for r in reports if not r["verified"])
     if json_output:
         if len(reports) == 1 and not all_runs:
@@ -185,10 +196,17 @@ def verify(
     else:
         for r in reports:
             if r["verified"]:
+                word = "identical" if against is not None else "verified"
                 out.say(
-                    f"[green]verified[/] {escape(r['run_id'])}: {r['checkpoints']} checkpoints,"
+                    f"[green]{word}[/] {escape(r['run_id'])}: {r['checkpoints']} checkpoints,"
                     f" up to {r['up_to']}",
                     markup=True,
+                )
+            elif "diverged_at" in r and against is not None:
+                at = r["diverged_at"]
+                node = f", node {at['node']}" if at["node"] is not None else ""
+                out.say(
+                    f"DIVERGED {r['run_id']} at superstep {at['superstep']}{node}: {at['what']}"
                 )
             else:
                 out.say(f"FAILED {r['run_id']}: {r['error']}")

@@ -76,3 +76,23 @@ def differing_fields(expected: bytes, produced: bytes) -> list[str]:
                 else:
                     fields.append(f"{part}.{name}")
     return fields or ["bytes"]
+
+
+def first_node_differing(expected: bytes, produced: bytes, node_ids: list[str]) -> str | None:
+    """The first node whose state, generation or attempt differs between two stored
+    checkpoints, else the node of the first pending ask that differs (what ``verify
+    --workflow`` names where a new version decides otherwise)."""
+    a = loads(expected).get("scheduler", {})
+    b = loads(produced).get("scheduler", {})
+    for field in ("node_state", "node_gen", "attempt"):
+        left, right = a.get(field) or [], b.get(field) or []
+        for i in range(max(len(left), len(right))):
+            if i >= len(left) or i >= len(right) or left[i] != right[i]:
+                return str(node_ids[i]) if i < len(node_ids) else None
+    asks_a, asks_b = a.get("pending_asks") or {}, b.get("pending_asks") or {}
+    for ask_id in sorted(set(asks_a) | set(asks_b)):
+        if asks_a.get(ask_id) != asks_b.get(ask_id):  # an ask of the node differs
+            index = (asks_a.get(ask_id) or asks_b.get(ask_id) or {}).get("node")
+            if isinstance(index, int) and 0 <= index < len(node_ids):
+                return str(node_ids[index])
+    return None

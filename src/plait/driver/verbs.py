@@ -14,11 +14,12 @@ from typing import Any
 
 from plait.core.errors import PlaitError
 from plait.driver.runtime import Runtime
+from plait.driver.verify import verify_with
 from plait.driver.wave import RunResult
 from plait.store.records import RUN_STATUSES
 from plait.workflow.checks import MAX_INTEGER
 from plait.workflow.manifest import half_up
-from plait.workflow.run_definition import changed_tool_sources
+from plait.workflow.run_definition import RunDefinition, changed_tool_sources
 
 BUDGET_AXES = {
     "supersteps": ("max_supersteps", 1),
@@ -125,10 +126,13 @@ def trace_object(rt: Runtime, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "entries": rt.trace(run_id)}
 
 
-def verify_report(rt: Runtime, run_id: str) -> dict[str, Any]:
-    """One run's verify report; a run that cannot be replayed at all is a failed verification
+def verify_report(rt: Runtime, run_id: str, against: RunDefinition | None = None) -> dict[str, Any]:
+    """One run's verify report, against the version it pinned or another (``against``,
+    ``verify --workflow``); a run that cannot be replayed at all is a failed verification
     (an unknown run id stays PLAIT-E017)."""
     try:
+        if against is not None:
+            return verify_with(rt.host, run_id, against).to_json()
         return rt.verify(run_id).to_json()
     except PlaitError as exc:
         if exc.code == "E017":

@@ -23,7 +23,7 @@ from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.admission import budgets_of
-from plait.driver.checkpoints import decode_checkpoint, differing_fields
+from plait.driver.checkpoints import decode_checkpoint, differing_fields, first_node_differing
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.feeds import FEED, decode_events
@@ -33,6 +33,7 @@ from plait.store.records import IntentRecord
 
 if TYPE_CHECKING:
     from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 @dataclass
@@ -42,6 +43,8 @@ class VerifyReport:
     checkpoints: int
     up_to: str
     error: str | None = None
+    diverged_at: dict[str, Any] | None = None
+    """Where the replay first left the journal: ``{"superstep", "node", "what"}``."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -52,6 +55,8 @@ class VerifyReport:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.diverged_at is not None:
+            out["diverged_at"] = self.diverged_at
         return out
 
 
@@ -152,13 +157,19 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
         events = decode_events(body["events"], result_of, answer_of)
         if not isinstance(events, list):
             break  # a result the journal does not hold: verifiable up to here
-        out = step(env, state, events)
+        superstep = state.superstep
+        try:
+            out = step(env, state, events)
+        except Exception as exc:  # a plan the journal does not fit (verify --workflow)
+            what = f"the replay cannot go on: {type(exc).__name__}: {exc}"
+            return _diverged(run_id, compared, superstep, None, what)
         for command in out.commands:
             if isinstance(command, WriteIntent):
                 diverged = _intent_divergence(command, journaled, replayed)
                 if diverged is not None:
-                    up_to = f"superstep {command.superstep}"
-                    return VerifyReport(run_id, False, compared, up_to, diverged)
+                    what = diverged.split(": ", 1)[-1]
+                    report = _diverged(run_id, compared, command.superstep, command.key.node, what)
+                    return replace(report, error=diverged)
                 continue
             if not isinstance(command, WriteCheckpoint):
                 continue
@@ -175,14 +186,14 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             want = stored_bytes(seq)
             if want != command.data:
                 fields = ", ".join(differing_fields(want, command.data))
-                return VerifyReport(
+                report = _diverged(
                     run_id,
-                    False,
                     compared,
-                    f"superstep {command.superstep}",
-                    f"PLAIT-E009 superstep {command.superstep}: checkpoint {seq} differs from"
-                    f" the replay in {fields}",
+                    command.superstep,
+                    first_node_differing(want, command.data, [n.id for n in plan.nodes]),
+                    f"checkpoint {seq} differs from the replay in {fields}",
                 )
+                return report
             compared += 1
     if compared < len(expected):
         missing = expected[compared]
@@ -220,3 +231,30 @@ def verify_pinned(host: Host, run_id: str, workflow: Workflow | None = None) -> 
         raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
     definition = host.definitions.pinned(manifest, workflow)
     return verify_run(host.store, run_id, make_env(definition, budgets))
+
+
+def _diverged(
+    run_id: str, compared: int, superstep: int, node: str | None, what: str
+) -> VerifyReport:
+    """A failed report that says where the replay first left the journal."""
+    return VerifyReport(
+        run_id,
+        False,
+        compared,
+        f"superstep {superstep}",
+        f"PLAIT-E009 superstep {superstep}: {what}",
+        {"superstep": superstep, "node": node, "what": what},
+    )
+
+
+def verify_with(host: Host, run_id: str, definition: RunDefinition) -> VerifyReport:
+    """Replay ``run_id``'s journal against another version of its plan (``definition``,
+    ``plait verify --workflow``): offline, as ``verify`` is; the report says where the
+    new version first decides otherwise, or that it replays the run identically."""
+    manifest = host.manifest(run_id)
+    check_epoch(run_id, manifest)
+    budgets = Budgets.from_json(
+        {**definition.pinned.get("budgets", {}), **(manifest.get("budgets_override") or {})}
+    )
+    env = env_from_manifest(definition.pinned, definition.tool_schemas, budgets)
+    return verify_run(host.store, run_id, env)
