@@ -35,6 +35,7 @@ from inprocess import run_cli
 from plait.core.canonical import dumpb, loads
 from plait.core.state import SchedulerState
 from plait.store import open_store
+from plait.workflow import load_workflow
 from plait.workflow.pinned_plan import workflow_from_pinned
 from plait.workflow.plan_hash import plan_hash
 
@@ -221,3 +222,21 @@ def test_every_run_can_be_rebuilt_from_the_version_it_pinned(db: Path, run_id: s
     rebuilt = workflow_from_pinned(manifest)
 
     assert plan_hash(rebuilt.to_manifest()) == plan_hash(manifest["workflow"])
+
+
+@pytest.mark.parametrize("run_id", RUN_IDS)
+def test_every_run_replays_identically_against_its_own_file(db: Path, run_id: str) -> None:
+    # `verify --workflow` with a version equal in meaning (the file the run started from):
+    # tool, LLM, governed, Send, subgraph and forked runs all replay identically.
+    manifest = read_manifest(db, run_id)
+    if manifest.get("source") is None:
+        pytest.skip("started from Python: no file to replay against")
+    recorded = Path(META["workflows_root"])
+    here = FLOWS / Path(manifest["source"]).relative_to(recorded)
+    model = (manifest["workflow"].get("llm") or {}).get("model")
+    if model is not None and model != (load_workflow(here).llm or {}).get("model"):
+        pytest.skip("started with --model: its file names another model")
+
+    report = printed(plait(db, "verify", run_id, "--workflow", str(here)))
+
+    assert (report["verified"], report.get("diverged_at")) == (True, None), report
