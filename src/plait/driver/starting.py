@@ -64,8 +64,9 @@ async def create_run(
     if catalogue:
         manifest["mcp_catalogue"] = catalogue
     manifest["tool_schemas"] = definition.tool_schemas  # verify needs no tool module
-    if definition.tool_sources:  # tool code is live: what the run started with (show warns)
-        manifest["tool_sources"] = definition.tool_sources
+    sources = definition.tool_sources()  # tool code is live: what the run started with
+    if sources:  # (show warns when one changed since)
+        manifest["tool_sources"] = sources
     info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
     host.store.create_run(info, manifest)
     return Created(run_id, definition, now, manifest)

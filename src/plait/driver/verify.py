@@ -166,10 +166,9 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
         for command in out.commands:
             if isinstance(command, WriteIntent):
                 diverged = _intent_divergence(command, journaled, replayed)
-                if diverged is not None:
+                if diverged is not None:  # "PLAIT-E009 superstep N: <what>"
                     what = diverged.split(": ", 1)[-1]
-                    report = _diverged(run_id, compared, command.superstep, command.key.node, what)
-                    return replace(report, error=diverged)
+                    return _diverged(run_id, compared, command.superstep, command.key.node, what)
                 continue
             if not isinstance(command, WriteCheckpoint):
                 continue

@@ -49,15 +49,18 @@ class RunDefinition:
     """Whether any node is abstract (an LLM loop): only then is a model needed."""
     plan_counts: tuple[int, int]
     """How many nodes and edges its plan has (what a fork onto it must match)."""
-    tool_sources: dict[str, str]
-    """SHA-256 of each Python tool's module file, by path (relative to ``base_dir`` when
-    inside it): tool code is live, so a run records what it started with."""
     workflow: Workflow = field(repr=False, compare=False)
     """The workflow it was built from: for this layer only (catalogue, child files)."""
 
     @property
     def model_spec(self) -> str:
         return str(self.llm.get("model"))
+
+    def tool_sources(self) -> dict[str, str]:
+        """SHA-256 of each Python tool's module file, by path (relative to ``base_dir`` when
+        inside it): tool code is live, so a run records what it started with. Read when a
+        run starts, not at every drive."""
+        return tool_sources(self.workflow)
 
 
 def tool_schemas(workflow: Workflow) -> dict[str, Mapping[str, Any]]:
@@ -87,7 +90,6 @@ def definition_of(workflow: Workflow) -> RunDefinition:
         budgets=workflow.to_budgets(),
         has_llm=any(node.kind == "abstract" for node in workflow.nodes),
         plan_counts=(len(plan.nodes), len(plan.edges)),
-        tool_sources=tool_sources(workflow),
         workflow=workflow,
     )
 
