@@ -13,6 +13,7 @@ from plait.cli.check import check
 from plait.cli.diff import diff
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
+from plait.cli.migrate import migrate
 from plait.cli.output import JsonUsageGroup
 from plait.cli.run import cancel, fork, resume, run
 from plait.cli.serve import serve
@@ -50,6 +51,7 @@ app.command("verify")(verify)
 app.command("graph")(graph)
 app.command("check")(check)
 app.command("diff")(diff)
+app.command("migrate")(migrate)
 app.command("worker")(worker)
 app.command("gc")(gc)
 app.command("serve")(serve)

@@ -44,7 +44,7 @@ def _pinned(what: str, db: str | None) -> dict[str, Any]:
         return load_workflow(what).to_manifest()
     with runtime(db) as rt:
         try:
-            return dict(rt.store.manifests(what)[0]["workflow"])
+            return dict(rt.store.manifests(what)[-1]["workflow"])
         except PlaitError as exc:
             if exc.code == "E017":
                 raise PlaitError(

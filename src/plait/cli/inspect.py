@@ -72,6 +72,9 @@ def show(
         out.data(shown)
     else:
         describe(out, result)
+        if result.migrated_from:  # the chain of versions it lived on, oldest first
+            chain = " -> ".join([*result.migrated_from, str(result.plan_hash)])
+            out.say(f"  versions: {chain}")
         for path in shown.get("tool_code_changed", ()):
             out.say(
                 f"  warning: tool module {path} changed since the run started (tool code is live)"

@@ -36,6 +36,7 @@ CATALOGUE: dict[str, str] = {
     "E027": "invalid governance flow",
     "E028": "invalid answer",
     "E029": "unauthenticated (HTTP API: missing or wrong bearer token)",
+    "E030": "migration refused",
 }
 
 

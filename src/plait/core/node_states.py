@@ -62,6 +62,7 @@ class Move(StrEnum):
     SPAWNED = "spawned"  # a Send spawned tasks of it
     DRAINED = "drained"  # every Send task of it is done
     REENTERED = "reentered"  # an edge fired into it after it settled
+    RESET = "reset"  # a migration reopened its run: failed or abandoned work runs again
 
 
 W, R, D, A = NodeState.WAITING, NodeState.READY, NodeState.DISPATCHED, NodeState.AWAITING_CLIENT
@@ -77,10 +78,11 @@ TRANSITIONS: dict[NodeState, dict[Move, NodeState]] = {
         Move.FAILED: FAILED,
         Move.SPAWNED: D,
         Move.DRAINED: OK,
+        Move.RESET: R,
     },
-    A: {Move.ANSWERED: D, Move.COMPLETED: OK, Move.RETRIED: R, Move.FAILED: FAILED},
+    A: {Move.ANSWERED: D, Move.COMPLETED: OK, Move.RETRIED: R, Move.FAILED: FAILED, Move.RESET: R},
     OK: {Move.REENTERED: W, Move.FAILED: FAILED, Move.SPAWNED: D},
-    FAILED: {Move.REENTERED: W, Move.FAILED: FAILED, Move.SPAWNED: D},
+    FAILED: {Move.REENTERED: W, Move.FAILED: FAILED, Move.SPAWNED: D, Move.RESET: R},
     DEAD: {Move.REENTERED: W, Move.SPAWNED: D},
 }
 """state -> {why -> next state}: every move a node may make, and no other."""

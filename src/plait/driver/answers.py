@@ -179,7 +179,7 @@ def _journal(
     refuse: Refuse,
 ) -> None:
     store.get_run(run_id)  # E017
-    manifest = store.manifests(run_id)[0]
+    manifest = store.manifests(run_id)[-1]
     state = latest_state(store, run_id)
     pending = [] if state is None else list(state.pending_asks.values())
     answered = store.settled(run_id, [e.key for e in pending])
@@ -249,7 +249,7 @@ def _outcome(
         )
     if deny is not None:
         return Failed("UserAborted", f"denied by {by}: {deny}")
-    schema = _output_schema(manifest, ask)
+    schema = output_schema(manifest, ask)
     if schema is not None:
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(result), key=str)
         if errors:
@@ -263,7 +263,8 @@ def _outcome(
     return Completed(result)
 
 
-def _output_schema(manifest: dict[str, Any], ask: dict[str, Any]) -> Any:
+def output_schema(manifest: dict[str, Any], ask: dict[str, Any]) -> Any:
+    """The answer schema of the ask node ``ask`` names in ``manifest``'s version."""
     for node in manifest["workflow"]["nodes"]:
         if node["id"] == ask["node"] and node["kind"] == "ask":
             return node["executor"]["spec"].get("output_schema")

@@ -3,9 +3,11 @@
 ``PLAIT_CRASH_AT=intent:N`` kills the driver right after the commit that made
 its N-th intent durable (before that effect is dispatched);
 ``PLAIT_CRASH_AT=result:N`` kills it after the N-th effect executed but before
-its result is committed. Counts are per process: every drive in it (a child run
-driven inside its parent's drive, a parked run's children resumed by the parent's
-resume) shares one counter. Read by the driver only; the core never sees it.
+its result is committed; ``PLAIT_CRASH_AT=migrate:1`` kills ``plait migrate`` holding
+the run's lease before its commit, ``migrate:2`` right after it. Counts are per
+process: every drive in it (a child run driven inside its parent's drive, a parked
+run's children resumed by the parent's resume) shares one counter. Read by the driver
+only; the core never sees it.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ class CrashPoint:
         point = _SHARED.get(spec)
         if point is None:
             boundary, _, n = spec.partition(":")
-            if boundary not in ("intent", "result") or not n.isdigit():
-                raise ValueError(f"PLAIT_CRASH_AT must be intent:N or result:N, got {spec!r}")
+            if boundary not in ("intent", "result", "migrate") or not n.isdigit():
+                raise ValueError(
+                    f"PLAIT_CRASH_AT must be intent:N, result:N or migrate:N, got {spec!r}"
+                )
             point = _SHARED[spec] = CrashPoint(boundary, int(n))
         return point
 

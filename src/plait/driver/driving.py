@@ -32,7 +32,6 @@ from plait.driver.telemetry import run_trace
 from plait.driver.wake import set_wake, wake_time
 from plait.driver.wave import RunResult, drive
 from plait.store.records import Journal, StatusWrite
-from plait.workflow.plan_hash import plan_hash
 
 if TYPE_CHECKING:
     from plait.workflow.run_definition import RunDefinition
@@ -185,7 +184,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
             if held is not None:
                 host.release_lease(run_id, held)
     result.redelivered = len(journal.redelivered)
-    result.plan_hash = plan_hash(manifest["workflow"])
+    result.on_version(manifest)
     return result
 
 

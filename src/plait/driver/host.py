@@ -50,8 +50,9 @@ class Host:
         return True
 
     def manifest(self, run_id: str) -> dict[str, Any]:
-        """The manifest pinned at the run's start."""
-        return dict(self.store.manifests(run_id)[0])
+        """The manifest the run lives on now: pinned at its start, or by its last
+        migration (a manifest supersession)."""
+        return dict(self.store.manifests(run_id)[-1])
 
     # --- leases this process could not give up ------------------------------------
 

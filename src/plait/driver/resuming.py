@@ -28,7 +28,6 @@ from plait.driver.feeds import FEED
 from plait.driver.host import Host
 from plait.driver.wave import RunResult
 from plait.store.records import Journal, StatusWrite
-from plait.workflow.plan_hash import plan_hash
 
 if TYPE_CHECKING:
     from plait.workflow.run_definition import RunDefinition
@@ -73,8 +72,7 @@ async def resume_run(
                 if token is not None:
                     give_status_back(host, run_id, state, token)
                 finished = RunResult.of(state)
-                finished.plan_hash = plan_hash(manifest["workflow"])
-                return finished
+                return finished.on_version(manifest)
             origin = FromCheckpoint(meta.seq, state)
         check_model(definition, host.model)  # a worker's too: refused, it fails nothing
         existing = journal if token is not None else None

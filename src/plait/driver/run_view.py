@@ -37,8 +37,13 @@ class RunView:
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
-        """What the run pinned at start."""
-        return dict(self.store.manifests(self.run_id)[0])
+        """What the run lives on now: pinned at start, or by its last migration."""
+        return dict(self.manifests[-1])
+
+    @cached_property
+    def manifests(self) -> list[dict[str, Any]]:
+        """Its original manifest, then one per migration, in order."""
+        return [dict(m) for m in self.store.manifests(self.run_id)]
 
     @cached_property
     def journal(self) -> Journal:
@@ -89,11 +94,10 @@ class RunView:
             # Nothing spent yet: every figure of ``spent`` is there, at zero (CONTRACT.md).
             spent = {**Spent().to_json(), "elapsed_ms": 0}
             queued = RunResult(self.run_id, info.status, None, context, spent, [])
-            queued.plan_hash = self.plan_hash
-            return queued
+            return queued.on_version(self.manifest)
         # Its own asks and its child runs', each naming its run, as ``run`` and ``asks`` list them.
         result = RunResult.of(state, self.asks())
-        result.plan_hash = self.plan_hash
+        result.on_version(self.manifest)
         if result.status == "running" and info.status != "running":
             result.status = info.status  # e.g. interrupted: the row knows better than the state
         elif result.status == "parked" and info.status == "running":

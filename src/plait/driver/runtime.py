@@ -21,6 +21,7 @@ from plait.driver.defaults import default_db, default_principal, max_checkpoint_
 from plait.driver.driving import Drive, NewRun, drive_run
 from plait.driver.forking import fork_run
 from plait.driver.host import Host
+from plait.driver.migrating import migrate_run
 from plait.driver.resuming import resume_run
 from plait.driver.run_ids import check_principal
 from plait.driver.run_view import RunView, parked_asks
@@ -29,6 +30,7 @@ from plait.driver.verify import VerifyReport, verify_pinned
 from plait.driver.wave import Observer, RunResult
 from plait.store import open_store
 from plait.store.base import Store
+from plait.workflow.plan_diff import diff_plans
 from plait.workflow.run_definition import RunDefinition, definition_of
 
 if TYPE_CHECKING:
@@ -169,6 +171,31 @@ class Runtime:
         return await fork_run(
             self.host, self, run_id, at=at, onto=onto, budgets=budgets, fork_id=new_run_id
         )
+
+    async def migrate(
+        self,
+        run_id: str,
+        workflow: Workflow,
+        *,
+        mapping: dict[str, str] | None = None,
+        restart_at_entry: bool = False,
+        by: str | None = None,
+    ) -> dict[str, Any]:
+        """Move a parked or finished (not completed) run onto ``workflow`` (``migrating``);
+        ``mapping`` renames nodes (old id -> new id). Drives nothing."""
+        definition, restart = definition_of(workflow), restart_at_entry
+        by = by or self.principal
+        return await migrate_run(
+            self.host, run_id, definition, mapping or {}, restart_at_entry=restart, by=by
+        )
+
+    def diff(self, old: Workflow | str, new: Workflow | str) -> dict[str, Any]:
+        """Two plans compared by meaning: workflows, or run ids for the version each lives on."""
+        a, b = (
+            self.host.manifest(w)["workflow"] if isinstance(w, str) else w.to_manifest()
+            for w in (old, new)
+        )
+        return diff_plans(a, b)
 
     def release_lease(self, run_id: str, token: int) -> None:
         """Give up a lease this process holds (remembered when the store is away)."""

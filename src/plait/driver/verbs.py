@@ -78,6 +78,19 @@ def parse_budgets(items: Iterable[str]) -> dict[str, Any]:
     return out
 
 
+def parse_mapping(items: Iterable[str]) -> dict[str, str]:
+    """``OLD=NEW`` node renames (``plait migrate --map``); PLAIT-E019 for a malformed one."""
+    out: dict[str, str] = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            raise PlaitError("E019", f"--map {item!r}: expected OLD=NEW (two node ids)")
+        if old in out and out[old] != new:
+            raise PlaitError("E019", f"--map {item!r}: node '{old}' is mapped twice")
+        out[old] = new
+    return out
+
+
 def accepted(run_id: str, **extra: Any) -> dict[str, Any]:
     """``{"run_id", "accepted": true, ...}``: a command was journaled."""
     return {"run_id": run_id, "accepted": True, **extra}

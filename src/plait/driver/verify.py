@@ -11,6 +11,7 @@ one the journal holds (a re-emission after a resume was adopted, not journaled).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +20,22 @@ from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
+from plait.core.migrate import empty_record, migrate_state
 from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.admission import budgets_of
-from plait.driver.checkpoints import decode_checkpoint, differing_fields, first_node_differing
+from plait.driver.checkpoints import (
+    decode_checkpoint,
+    differing_fields,
+    encode_checkpoint,
+    first_node_differing,
+)
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.feeds import FEED, decode_events
 from plait.driver.host import Host
+from plait.driver.migrating import MIGRATE, migration_of
 from plait.store.base import Store
 from plait.store.records import IntentRecord
 
@@ -103,8 +111,17 @@ def _intent_divergence(
     )
 
 
-def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
-    """Replay ``run_id``'s journal through the core; never dispatches anything."""
+EnvAt = Callable[[int, dict[str, Any]], StepEnv]
+"""The environment of a run's ``k``-th manifest (a migration's) with the ceilings raised
+so far: what verify switches to where the journal migrated the run."""
+
+
+def verify_run(
+    store: Store, run_id: str, env: StepEnv, env_at: EnvAt | None = None
+) -> VerifyReport:
+    """Replay ``run_id``'s journal through the core; never dispatches anything. A
+    journaled migration is re-derived (``core.migrate``) and compared like any checkpoint;
+    the replay goes on in the environment ``env_at`` gives for its manifest."""
     journal = store.load_journal(run_id)
     stored: list[tuple[int, int]] = [(m.seq, m.superstep) for m in journal.checkpoints]
     seeds = {
@@ -138,7 +155,21 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
     state: SchedulerState | None = None
     compared = 0
     plan = env.plan
+    raised: dict[str, Any] = {}
     for record in journal.records:
+        if record.kind == MIGRATE and env_at is not None:
+            mapping, restart, index = migration_of(record.body)
+            moved_env = env_at(index, raised)
+            if state is None:
+                return _diverged(run_id, compared, 0, None, "a migration before any checkpoint")
+            state = migrate_state(state, plan, moved_env.plan, mapping, restart_at_entry=restart)
+            data = encode_checkpoint(state, empty_record(state).to_json())
+            if compared >= len(expected) or stored_bytes(expected[compared]) != data:
+                what = f"the migration at journal seq {record.seq} differs from the replay"
+                return _diverged(run_id, compared, state.superstep, None, what)
+            compared += 1
+            env, plan = moved_env, moved_env.plan
+            continue
         if record.kind != FEED:
             continue
         body = record.body
@@ -152,6 +183,7 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
             state = SchedulerState.new(run_id, plan)
         for item in body["events"]:
             if "budget_raised" in item:  # the raise applies from here on, as it did live
+                raised.update(item["budget_raised"])
                 merged = {**env.budgets.to_json(), **item["budget_raised"]}
                 env = replace(env, budgets=Budgets.from_json(merged))
         events = decode_events(body["events"], result_of, answer_of)
@@ -218,18 +250,35 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
 
 def verify_pinned(host: Host, run_id: str, workflow: Workflow | None = None) -> VerifyReport:
     """Verify ``run_id`` against what it pinned: its manifest alone when it pinned its tool
-    schemas (no workflow file, tool module or model), else its pinned definition."""
-    manifest = host.manifest(run_id)
+    schemas (no workflow file, tool module or model), else its pinned definition; from a
+    migration on, the version the migration pinned."""
+    manifests = [dict(m) for m in host.store.manifests(run_id)]
+    manifest = manifests[0]
     check_epoch(run_id, manifest)  # another engine generation's journal replays differently
     # Verify starts from the ceilings pinned at start; raises apply where they were fed.
-    budgets = budgets_of(manifest, None)
+    env = _pinned_env(host, run_id, manifest, workflow, {})
+    return verify_run(
+        host.store,
+        run_id,
+        env,
+        lambda index, raised: _pinned_env(host, run_id, manifests[index], None, raised),
+    )
+
+
+def _pinned_env(
+    host: Host,
+    run_id: str,
+    manifest: dict[str, Any],
+    workflow: Workflow | None,
+    raised: dict[str, Any],
+) -> StepEnv:
+    """The environment ``manifest`` pins, with the ceilings ``raised`` so far."""
+    budgets = Budgets.from_json({**budgets_of(manifest, None).to_json(), **raised})
     if workflow is None and "tool_schemas" in manifest:
-        env = env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
-        return verify_run(host.store, run_id, env)
+        return env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
     if workflow is None and manifest.get("source") is None:
         raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
-    definition = host.definitions.pinned(manifest, workflow)
-    return verify_run(host.store, run_id, make_env(definition, budgets))
+    return make_env(host.definitions.pinned(manifest, workflow), budgets)
 
 
 def _diverged(
@@ -250,10 +299,17 @@ def verify_with(host: Host, run_id: str, definition: RunDefinition) -> VerifyRep
     """Replay ``run_id``'s journal against another version of its plan (``definition``,
     ``plait verify --workflow``): offline, as ``verify`` is; the report says where the
     new version first decides otherwise, or that it replays the run identically."""
-    manifest = host.manifest(run_id)
+    manifests = [dict(m) for m in host.store.manifests(run_id)]
+    manifest = manifests[0]
     check_epoch(run_id, manifest)
     budgets = Budgets.from_json(
         {**definition.pinned.get("budgets", {}), **(manifest.get("budgets_override") or {})}
     )
     env = env_from_manifest(definition.pinned, definition.tool_schemas, budgets)
-    return verify_run(host.store, run_id, env)
+    # The new version stands for the one the run started on; a migration's own stays.
+    return verify_run(
+        host.store,
+        run_id,
+        env,
+        lambda index, raised: _pinned_env(host, run_id, manifests[index], None, raised),
+    )

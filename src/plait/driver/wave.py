@@ -34,6 +34,7 @@ from plait.core.outcomes import EffectOutcome, outcome_kind
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.clock import Clock
+from plait.workflow.plan_hash import plan_hash
 
 _BESIDE_OTHERS: ContextVar[bool] = ContextVar("plait_beside_others", default=False)
 """True inside an effect that runs beside others: a child run driven by a subgraph effect
@@ -85,6 +86,14 @@ class RunResult:
     redelivered: int = 0
     plan_hash: str | None = None
     """The plan the run is pinned to, by meaning (``workflow.plan_hash``)."""
+    migrated_from: list[str] = field(default_factory=list)
+    """The versions (``plan_hash``) it lived on before, oldest first (``plait migrate``)."""
+
+    def on_version(self, manifest: dict[str, Any]) -> RunResult:
+        """This result naming the version ``manifest`` pins and the ones it migrated from."""
+        self.plan_hash = plan_hash(manifest["workflow"])
+        self.migrated_from = list(manifest.get("migrated_from", ()))
+        return self
 
     @staticmethod
     def of(state: SchedulerState, asks: Sequence[dict[str, Any]] = ()) -> RunResult:
@@ -117,7 +126,12 @@ class RunResult:
             "asks": self.asks,
             "spent": self.spent,
             "folds": self.folds,
-        } | ({"plan_hash": self.plan_hash} if self.plan_hash is not None else {})
+        } | self._versions()
+
+    def _versions(self) -> dict[str, Any]:
+        """``plan_hash`` once known, and ``migrated_from`` for a run that was migrated."""
+        out: dict[str, Any] = {} if self.plan_hash is None else {"plan_hash": self.plan_hash}
+        return out | ({"migrated_from": self.migrated_from} if self.migrated_from else {})
 
 
 def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:

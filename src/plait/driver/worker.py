@@ -309,7 +309,7 @@ class Worker:
     def _drive(self, claim: _Claim) -> tuple[str, int]:
         resumed = False
         try:
-            manifest = dict(self.store.manifests(claim.run_id)[0])
+            manifest = dict(self.store.manifests(claim.run_id)[-1])
             resumed = True  # from here on resume releases the lease, whatever happens
             result = asyncio.run(
                 self.runtime.resume(claim.run_id, token=claim.token, manifest=manifest)

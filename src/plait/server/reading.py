@@ -66,9 +66,9 @@ def run_asks(settings: Settings, run_id: str) -> Any:
 
 @router.get("/runs/{run_id}/graph")
 def run_graph(settings: Settings, run_id: str) -> Any:
-    """The graph of the definition the run pinned at start (its file is not read again)."""
+    """The graph of the version the run lives on (its file is not read again)."""
     with settings.runtime() as rt:
-        manifest = rt.store.manifests(run_id)[0]
+        manifest = rt.store.manifests(run_id)[-1]
     return graph_object(pinned_chart(manifest["workflow"]))
 
 
