@@ -189,7 +189,9 @@ def verify_run(store: Store, run_id: str, env: StepEnv) -> VerifyReport:
                     run_id,
                     compared,
                     command.superstep,
-                    first_node_differing(want, command.data, [n.id for n in plan.nodes]),
+                    first_node_differing(
+                        want, command.data, [n.id for n in plan.nodes], [e.src for e in plan.edges]
+                    ),
                     f"checkpoint {seq} differs from the replay in {fields}",
                 )
                 return report
