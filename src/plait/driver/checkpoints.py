@@ -7,6 +7,7 @@ functions, so a change of the checkpoint's shape is made here once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,21 +79,40 @@ def differing_fields(expected: bytes, produced: bytes) -> list[str]:
     return fields or ["bytes"]
 
 
-def first_node_differing(expected: bytes, produced: bytes, node_ids: list[str]) -> str | None:
+def first_node_differing(
+    expected: bytes, produced: bytes, node_ids: list[str], edge_sources: Sequence[int] = ()
+) -> str | None:
     """The first node whose state, generation or attempt differs between two stored
-    checkpoints, else the node of the first pending ask that differs (what ``verify
-    --workflow`` names where a new version decides otherwise)."""
+    checkpoints, else the node of the first pending ask that differs, else the first node
+    whose results the superstep merged when only the context differs (what ``verify
+    --workflow`` names where a new version decides otherwise: a changed reducer or
+    ``tool_results_into`` changes nothing but the context).
+
+    ``edge_sources``: the source node of each edge, by edge index; a superstep that merged
+    Send tasks' results names no node of its own, only the edges it then decided."""
     a = loads(expected).get("scheduler", {})
     b = loads(produced).get("scheduler", {})
     for field in ("node_state", "node_gen", "attempt"):
         left, right = a.get(field) or [], b.get(field) or []
         for i in range(max(len(left), len(right))):
             if i >= len(left) or i >= len(right) or left[i] != right[i]:
-                return str(node_ids[i]) if i < len(node_ids) else None
+                return _node_at(node_ids, i)
     asks_a, asks_b = a.get("pending_asks") or {}, b.get("pending_asks") or {}
     for ask_id in sorted(set(asks_a) | set(asks_b)):
         if asks_a.get(ask_id) != asks_b.get(ask_id):  # an ask of the node differs
-            index = (asks_a.get(ask_id) or asks_b.get(ask_id) or {}).get("node")
-            if isinstance(index, int) and 0 <= index < len(node_ids):
-                return str(node_ids[index])
+            return _node_at(node_ids, (asks_a.get(ask_id) or asks_b.get(ask_id) or {}).get("node"))
+    if {**a, "context": None} != {**b, "context": None}:
+        return None  # not the context alone (e.g. a plan of another shape): no node to blame
+    decisions = loads(expected).get("decisions", {})
+    for index, _gen in decisions.get("dispatched") or []:
+        return _node_at(node_ids, index)
+    for edge, *_ in decisions.get("edges") or []:
+        if isinstance(edge, int) and 0 <= edge < len(edge_sources):
+            return _node_at(node_ids, edge_sources[edge])
+    return None
+
+
+def _node_at(node_ids: list[str], index: object) -> str | None:
+    if isinstance(index, int) and 0 <= index < len(node_ids):
+        return str(node_ids[index])
     return None

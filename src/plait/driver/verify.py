@@ -221,7 +221,9 @@ def verify_run(
                     run_id,
                     compared,
                     command.superstep,
-                    first_node_differing(want, command.data, [n.id for n in plan.nodes]),
+                    first_node_differing(
+                        want, command.data, [n.id for n in plan.nodes], [e.src for e in plan.edges]
+                    ),
                     f"checkpoint {seq} differs from the replay in {fields}",
                 )
                 return report
