@@ -162,13 +162,15 @@ class Runtime:
         workflow: Workflow | None = None,
         budgets: dict[str, Any] | None = None,
         new_run_id: str | None = None,
+        edits: dict[str, Any] | None = None,
+        by: str | None = None,
     ) -> RunResult:
         """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest),
-        ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``)."""
+        ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``), made by
+        ``by`` (else this runtime's principal), ``edits`` replacing context keys whole."""
         onto = None if workflow is None else (lambda: definition_of(workflow))
-        return await fork_run(
-            self.host, self, run_id, at=at, onto=onto, budgets=budgets, fork_id=new_run_id
-        )
+        given: dict[str, Any] = {"budgets": budgets, "fork_id": new_run_id, "edits": edits}
+        return await fork_run(self.host, self, run_id, at=at, onto=onto, by=by, **given)
 
     def release_lease(self, run_id: str, token: int) -> None:
         """Give up a lease this process holds (remembered when the store is away)."""
