@@ -142,6 +142,24 @@ def test_a_fork_without_set_journals_who_made_it_and_no_edit(cli: Cli):
     assert cli("verify", fork.data["run_id"]).data["verified"] is True
 
 
+def test_who_edited_a_forks_state_cannot_approve_its_requests(cli: Cli):
+    cli.run("approval.yaml", "base")
+    fork_id = cli("fork", "base", "--at", "1", "--set", "started=true", "--as", "bob").data[
+        "run_id"
+    ]
+    refork_id = cli("fork", fork_id, "--as", "carol").data["run_id"]
+
+    def approve(run_id: str, who: str) -> Any:
+        ask_id = cli.only_ask(run_id)["ask_id"]
+        return cli("approve", run_id, ask_id, "--as", who)
+
+    assert approve(fork_id, "bob").code == "PLAIT-E012"  # bob made this state
+    assert approve(refork_id, "bob").code == "PLAIT-E012"  # and the state it was forked from
+    assert approve(fork_id, "alice").code == "PLAIT-E012"  # the run's principal, as ever
+    assert approve(fork_id, "dave").exit_code == 0
+    assert approve(refork_id, "carol").exit_code == 0  # carol forked without an edit
+
+
 @pytest.mark.parametrize(
     "items",
     [

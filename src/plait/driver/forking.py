@@ -91,6 +91,8 @@ async def fork_run(
     now = host.clock()
     fork_of = {"run_id": run_id, "seq": meta.seq, "superstep": meta.superstep}
     fork_manifest = _fork_manifest(manifest, fork_id, definition, catalogue, budgets, fork_of)
+    if edits is not None:  # who edited a run's state may not approve its requests (§8)
+        fork_manifest["editors"] = sorted({*manifest.get("editors", ()), by})
     info = RunInfo(fork_id, definition.name, "running", by, None, now, now)
     host.store.create_run(info, fork_manifest)
     record = {"from_run": run_id, "from_seq": meta.seq, "by": by}
