@@ -401,3 +401,20 @@ def test_a_tampered_migration_fails_verification(cli: Cli):
 
     assert done.exit_code == 1 and done.data["verified"] is False
     assert "migration" in done.data["diverged_at"]["what"]
+
+
+def test_a_fork_of_a_migrated_run_lives_on_the_version_of_its_checkpoint(cli: Cli):
+    parked(cli)
+    first = cli("show", "r").data["plan_hash"]
+    moved = cli("migrate", "r", "--workflow", version(cli, "v2.yaml", *ADD_AUDIT)).data
+
+    before = cli("fork", "r", "--at", "2").data  # the park, written before the migration
+    after = cli("fork", "r").data  # the latest: the migrated checkpoint
+
+    assert before["status"] == after["status"] == "parked"
+    assert before["plan_hash"] == first and "migrated_from" not in before
+    assert after["plan_hash"] == moved["to"] and "migrated_from" not in after
+    ask = after["asks"][0]["ask_id"]
+    assert approve_and_resume(cli, after["run_id"], ask)["status"] == "completed"
+    assert [e["node"] for e in cli("trace", after["run_id"]).data["entries"]][-1] == "audit"
+    assert verified(cli, before["run_id"]) and verified(cli, after["run_id"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from plait.core.env import BudgetAxis
+from plait.core.errors import PlaitError
 from plait.core.fork import fork_state
 from plait.core.node_states import TRANSITIONS, InvalidMove, Move, NodeState, move
 from plait.core.plan import EdgeSpec, NodeSpec, build_plan
@@ -87,3 +88,34 @@ def test_fork_renames_the_run_reopens_a_finished_one_and_forgets_an_exhausted_ax
 def test_fork_keeps_an_open_or_idle_phase():
     state = fresh()
     assert fork_state(state, "run-2").phase == IDLE
+
+
+def test_fork_edits_replace_context_keys_whole_and_leave_the_base_alone():
+    base = fresh()
+    base.context = {"log": ["a"], "n": 1}
+    before = base.to_json()
+    value = {"deep": [1]}
+
+    forked = fork_state(base, "run-2", {"log": ["edited"], "new": value})
+    value["deep"].append(2)  # the caller's object is not the state's
+
+    assert forked.context == {"log": ["edited"], "n": 1, "new": {"deep": [1]}}
+    assert base.to_json() == before
+    after = forked.to_json()
+    assert {k for k in before if before[k] != after[k]} == {"run_id", "context"}
+
+
+@pytest.mark.parametrize(
+    ("edits", "problem"),
+    [
+        ({"$inbox": []}, "reserved"),
+        ({"$send": []}, "reserved"),
+        ({" ": 1}, "non-blank"),
+        ({"x": float("nan")}, "not JSON"),
+        ({"x": {1, 2}}, "not JSON"),
+    ],
+)
+def test_fork_edits_refuse_reserved_or_blank_keys_and_values_that_are_not_json(edits, problem):
+    with pytest.raises(PlaitError) as refused:
+        fork_state(fresh(), "run-2", edits)
+    assert refused.value.code == "E019" and problem in str(refused.value)

@@ -126,6 +126,19 @@ def test_fork_runs_on_from_a_checkpoint_and_leaves_the_base_untouched(runtime, t
     assert [e["attempt"] for e in runtime.trace(fork.run_id)] == [3, 1]
 
 
+def test_fork_with_edits_from_python_goes_on_with_them_made_by_the_principal_given(
+    runtime, tmp_path
+):
+    wf = loop_workflow()
+    base = runtime.run_sync(wf, {"n": 0})
+    fork = runtime.fork_sync(base.run_id, at=1, workflow=wf, edits={"log": ["edited"]}, by="bob")
+    assert fork.status == "completed"
+    assert fork.context["log"][0] == "edited"  # replaced at the fork point, then extended
+    assert fork.context["log"][1:] == base.context["log"][1:]
+    assert runtime.store.get_run(fork.run_id).principal == "bob"
+    assert runtime.verify(fork.run_id, workflow=wf).verified
+
+
 def test_resuming_a_finished_run_reports_its_outcome_again(runtime):
     wf = loop_workflow()
     first = runtime.run_sync(wf, {"n": 0})

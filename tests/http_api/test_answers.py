@@ -194,6 +194,18 @@ def test_a_fork_over_http_starts_a_new_run(api: Api):
     assert forked.json()["status"] == "parked"
 
 
+def test_a_fork_over_http_with_set_edits_its_context_as_the_principal_it_names(api: Api):
+    api.start("approval", "r1")
+
+    forked = api.post("/runs/r1/fork", {"at": 1, "set": {"note": "x"}, "as": "dora"})
+    refused = api.post("/runs/r1/fork", {"at": 1, "set": {"$inbox": []}})
+
+    assert forked.status_code == 200 and forked.json()["context"]["note"] == "x"
+    principals = {r["run_id"]: r["principal"] for r in api.get("/runs").json()["runs"]}
+    assert principals == {"r1": "alice", forked.json()["run_id"]: "dora"}
+    assert refused.status_code == 400 and error_of(refused)["code"] == "PLAIT-E019"
+
+
 def test_a_body_that_is_not_canonical_json_is_400_E019_and_journals_nothing(api: Api):
     api.start("account", "r1")
     ask = api.only_ask("r1")

@@ -205,6 +205,8 @@ def verify(
                     f" up to {r['up_to']}",
                     markup=True,
                 )
+                if "note" in r:  # what could not be checked (a fork whose base is gone)
+                    out.say(f"  note: {r['note']}")
             elif "diverged_at" in r and against is not None:
                 at = r["diverged_at"]
                 node = f", node {at['node']}" if at["node"] is not None else ""

@@ -22,6 +22,7 @@ from plait.cli.common import AsOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
+from plait.core.fork import edit_problem
 from plait.core.state import SchedulerState
 from plait.driver.admission import check_model
 from plait.driver.forking import new_run_id_for_fork
@@ -51,6 +52,24 @@ def parse_input(value: str | None, option: str = "--input") -> Any:
         return loads(text, unique_keys=True)
     except CanonicalJSONError as exc:
         raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc
+
+
+def parse_edits(items: list[str]) -> dict[str, Any]:
+    """``--set KEY=JSON`` items as a fork's context edits (JSON may be ``@FILE``); an item
+    without ``=``, with a blank, reserved or repeated key, or whose value is not JSON is
+    PLAIT-E019 naming it, before the store is opened."""
+    edits: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise PlaitError("E019", f"--set {item!r}: expected KEY=JSON (a context key)")
+        if key in edits:
+            raise PlaitError("E019", f"--set {item!r}: key {key!r} is set twice")
+        edits[key] = parse_input(raw, f"--set {item!r}")
+        problem = edit_problem(key, edits[key])
+        if problem is not None:
+            raise PlaitError("E019", f"--set {item!r}: {problem}")
+    return edits
 
 
 def status_exit(result: RunResult) -> int:
@@ -244,6 +263,15 @@ def fork(
             "--budget", metavar="AXIS=VALUE", help="Raise a ceiling of the fork (repeatable)."
         ),
     ] = None,
+    edit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=JSON",
+            help="Replace a context key's value in the fork (repeatable; journaled).",
+        ),
+    ] = None,
+    principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -252,14 +280,21 @@ def fork(
     with out.reporting():
         wf = load_workflow(workflow) if workflow else None
         budgets = parse_budgets(budget or [])
+        edits = parse_edits(edit or [])
         fork_id = new_run_id_for_fork(run_id)
         result = drive(
             out,
             fork_id,
             lambda rt: rt.fork(
-                run_id, at=at, workflow=wf, budgets=budgets or None, new_run_id=fork_id
+                run_id,
+                at=at,
+                workflow=wf,
+                budgets=budgets or None,
+                new_run_id=fork_id,
+                edits=edits or None,
             ),
             db,
+            principal,
         )
     report(out, result)
 

@@ -2,10 +2,10 @@
 
 An answer is checked in this order: the run exists (E017); the ask is pending,
 unanswered and unexpired (E011); an approval's responder is not the run's
-principal (E012); the answer matches the ask's schema (E028). A refused answer
-is journaled as a ``rejected_response`` record before the error is raised, and
-never counts as the first answer. ``respond`` only journals; ``resume`` (or a
-worker) drives the run on.
+principal nor one who edited its state (a fork's ``editors``) (E012); the answer
+matches the ask's schema (E028). A refused answer is journaled as a
+``rejected_response`` record before the error is raised, and never counts as the first
+answer. ``respond`` only journals; ``resume`` (or a worker) drives the run on.
 """
 
 from __future__ import annotations
@@ -228,6 +228,13 @@ def _outcome(
                 ask_id,
                 "E012",
                 f"'{by}' started run '{run_id}' and cannot approve its own request",
+            )
+        if by in manifest.get("editors", ()):  # `plait fork --set`: they made this state
+            raise refuse(
+                ask_id,
+                "E012",
+                f"'{by}' edited the state of run '{run_id}' (a fork) and cannot approve its"
+                " requests",
             )
         if approve is None:
             if deny is not None:

@@ -11,7 +11,7 @@ queued for the next ``resume`` or worker.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -27,7 +27,14 @@ from plait.driver.defaults import check_epoch, lease_ttl
 from plait.driver.durable import checkpoint_too_large
 from plait.driver.host import Host
 from plait.driver.owner import owner_alive, this_process
-from plait.store.records import CheckpointWrite, ManifestWrite, RecordWrite, StatusWrite, Write
+from plait.store.records import (
+    CheckpointWrite,
+    ManifestWrite,
+    Record,
+    RecordWrite,
+    StatusWrite,
+    Write,
+)
 from plait.workflow import manifest_plan
 from plait.workflow.plan_hash import plan_hash
 
@@ -197,9 +204,19 @@ def _worded(problem: Problem, run_id: str, name: str) -> Problem:
     )
 
 
+def manifest_at(manifests: Sequence[Any], records: Sequence[Record], seq: int) -> dict[str, Any]:
+    """The manifest a run lived on at journal ``seq``: that of the last migration journaled
+    before it, else its original."""
+    index = 0
+    for record in records:
+        if record.kind == MIGRATE and record.seq < seq:
+            index = int(record.body["manifest"])
+    return dict(manifests[index])
+
+
 def migration_of(body: dict[str, Any]) -> tuple[dict[str, str], bool, int]:
     """A journaled migration's mapping, restart flag and manifest index (for verify)."""
     return dict(body["map"]), bool(body["restart_at_entry"]), int(body["manifest"])
 
 
-__all__ = ["MIGRATE", "migrate_run", "migration_of"]
+__all__ = ["MIGRATE", "manifest_at", "migrate_run", "migration_of"]

@@ -164,13 +164,15 @@ class Runtime:
         workflow: Workflow | None = None,
         budgets: dict[str, Any] | None = None,
         new_run_id: str | None = None,
+        edits: dict[str, Any] | None = None,
+        by: str | None = None,
     ) -> RunResult:
         """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest),
-        ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``)."""
+        ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``), made by
+        ``by`` (else this runtime's principal), ``edits`` replacing context keys whole."""
         onto = None if workflow is None else (lambda: definition_of(workflow))
-        return await fork_run(
-            self.host, self, run_id, at=at, onto=onto, budgets=budgets, fork_id=new_run_id
-        )
+        given: dict[str, Any] = {"budgets": budgets, "fork_id": new_run_id, "edits": edits}
+        return await fork_run(self.host, self, run_id, at=at, onto=onto, by=by, **given)
 
     async def migrate(
         self,
@@ -183,27 +185,22 @@ class Runtime:
     ) -> dict[str, Any]:
         """Move a parked or finished (not completed) run onto ``workflow`` (``migrating``);
         ``mapping`` renames nodes (old id -> new id). Drives nothing."""
-        definition, restart = definition_of(workflow), restart_at_entry
-        by = by or self.principal
+        definition, principal = definition_of(workflow), by or self.principal
         return await migrate_run(
-            self.host, run_id, definition, mapping or {}, restart_at_entry=restart, by=by
+            self.host,
+            run_id,
+            definition,
+            mapping or {},
+            restart_at_entry=restart_at_entry,
+            by=principal,
         )
 
     def diff(self, old: Workflow | str, new: Workflow | str) -> dict[str, Any]:
         """Two plans compared by meaning: workflows, or run ids for the version each lives on."""
-        a, b = (
-            self.host.manifest(w)["workflow"] if isinstance(w, str) else w.to_manifest()
-            for w in (old, new)
+        pinned = self.host.manifest
+        return diff_plans(
+            *(pinned(w)["workflow"] if isinstance(w, str) else w.to_manifest() for w in (old, new))
         )
-        return diff_plans(a, b)
-
-    def release_lease(self, run_id: str, token: int) -> None:
-        """Give up a lease this process holds (remembered when the store is away)."""
-        self.host.release_lease(run_id, token)
-
-    def retry_releases(self) -> int:
-        """Give up the leases ``release_lease`` could not; how many are still held."""
-        return self.host.retry_releases()
 
     # --- reading ------------------------------------------------------------------
 

@@ -7,6 +7,12 @@ the stored one, byte for byte (docs/architecture.md §5.5). It also compares the
 every intent the replay emits with the journaled one (the tools a turn offered and the
 refusals it carried live only there), canonically: the first emission of a key is the
 one the journal holds (a re-emission after a resume was adopted, not journaled).
+
+A fork's first checkpoint (its seed) is produced by no ``step``: verify rebuilds it from
+the base run's checkpoint through the core's fork transition, with the edits its ``fork``
+record journaled, and compares the bytes (``_check_seed``). A base run that is gone (gc)
+leaves the seed unchecked, said in the report's ``note``; the fork's own replay is checked
+as ever.
 """
 
 from __future__ import annotations
@@ -30,14 +36,16 @@ from plait.driver.checkpoints import (
     differing_fields,
     encode_checkpoint,
     first_node_differing,
+    read_checkpoint,
 )
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.feeds import FEED, decode_events
+from plait.driver.forking import seed_checkpoint
 from plait.driver.host import Host
 from plait.driver.migrating import MIGRATE, migration_of
 from plait.store.base import Store
-from plait.store.records import IntentRecord
+from plait.store.records import CheckpointMeta, IntentRecord
 
 if TYPE_CHECKING:
     from plait.workflow import Workflow
@@ -53,6 +61,8 @@ class VerifyReport:
     error: str | None = None
     diverged_at: dict[str, Any] | None = None
     """Where the replay first left the journal: ``{"superstep", "node", "what"}``."""
+    note: str | None = None
+    """What verify could not check (a fork whose base run is gone: its seed)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -65,6 +75,8 @@ class VerifyReport:
             out["error"] = self.error
         if self.diverged_at is not None:
             out["diverged_at"] = self.diverged_at
+        if self.note is not None:
+            out["note"] = self.note
         return out
 
 
@@ -130,6 +142,13 @@ def verify_run(
         for r in journal.records
         if r.kind == "fork" and r.seq == m.seq + 1
     }
+    note: str | None = None
+    for record in journal.records:
+        if record.kind == "fork":
+            seed = next((m for m in journal.checkpoints if m.seq == record.seq - 1), None)
+            failed, note = _check_seed(store, run_id, record.body, seed)
+            if failed is not None:
+                return failed
     by_seq: dict[int, bytes] = {}
     expected = [seq for seq, _ in stored if seq not in seeds]
     results = journal.results
@@ -247,7 +266,47 @@ def verify_run(
         up_to = "park"
     else:
         up_to = f"superstep {state.superstep}"
-    return VerifyReport(run_id, True, compared, up_to)
+    return VerifyReport(run_id, True, compared, up_to, note=note)
+
+
+def _check_seed(
+    store: Store, run_id: str, fork: dict[str, Any], seed: CheckpointMeta | None
+) -> tuple[VerifyReport | None, str | None]:
+    """A failed report when fork ``run_id``'s seed checkpoint is not the fork transition
+    of the base checkpoint its ``fork`` record names, with the edits it journaled; else
+    None and a note when the base run is gone, so the seed could not be checked."""
+    from_run, from_seq, edits = fork.get("from_run"), fork.get("from_seq"), fork.get("set")
+    superstep = 0 if seed is None else seed.superstep
+    if from_seq is None and seed is None and edits is None:
+        return None, None  # a fork from the base's input: its replay starts from Start
+    if (
+        not isinstance(from_seq, int)
+        or not isinstance(from_run, str)
+        or seed is None
+        or not isinstance(edits, dict | None)
+    ):
+        what = f"the fork record (from {from_run!r} at {from_seq!r}) does not match its seed"
+        return _diverged(run_id, 0, superstep, None, what), None
+    try:
+        base = read_checkpoint(store, from_run, from_seq)
+        _, data = seed_checkpoint(base, run_id, edits)
+    except PlaitError as exc:
+        if exc.code == "E017":
+            return None, (
+                f"the fork's seed (superstep {superstep}) was not checked: its base run"
+                f" '{from_run}' is no longer in the store"
+            )
+        what = f"the seed cannot be rebuilt from run '{from_run}': {exc}"
+        return _diverged(run_id, 0, superstep, None, what), None
+    want = store.read_checkpoint(run_id, seed.seq)
+    if want == data:
+        return None, None
+    fields = ", ".join(differing_fields(want, data))
+    what = (
+        f"the seed checkpoint {seed.seq} is not checkpoint {from_seq} of run '{from_run}'"
+        f" forked with the journaled edits; it differs in {fields}"
+    )
+    return _diverged(run_id, 0, superstep, None, what), None
 
 
 def verify_pinned(host: Host, run_id: str, workflow: Workflow | None = None) -> VerifyReport:

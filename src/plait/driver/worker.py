@@ -41,7 +41,7 @@
   ``once``, nor after a refusal it would meet every time: ``SETTLED_REFUSALS``); other
   workers may try it. A drive that failed because the database went
   away could not release its lease either: the worker releases it once the database is
-  back (``Runtime.retry_releases``, before each claim), so the run is claimed again
+  back (``Host.retry_releases``, before each claim), so the run is claimed again
   after the back-off rather than after the lease TTL. A lost notification connection is
   opened again at once, then every second (polling every ``poll_ms`` meanwhile).
 - **Limits.** The leases of child runs (subgraphs) are renewed only by their drive's
@@ -199,7 +199,7 @@ class Worker:
                     claimed = []
                 else:
                     try:
-                        self.runtime.retry_releases()  # leases a storage outage kept
+                        self.runtime.host.retry_releases()  # leases a storage outage kept
                         claimed = self._claim(pool)
                     except PlaitError as exc:
                         if self.once or exc.code != "E020":
@@ -317,7 +317,7 @@ class Worker:
             return result.status, result.redelivered
         finally:
             if not resumed:
-                self.runtime.release_lease(claim.run_id, claim.token)
+                self.runtime.host.release_lease(claim.run_id, claim.token)
 
     # --- notifications ---
 

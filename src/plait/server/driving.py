@@ -15,7 +15,7 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from plait.server.bodies import ApiRoute
-from plait.server.commands import Acting, Body, ceilings
+from plait.server.commands import Acting, ceilings
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import Settings
 from plait.workflow import load_workflow
@@ -31,10 +31,11 @@ class Start(Acting):
     detach: bool = False
 
 
-class Fork(Body):
+class Fork(Acting):
     at: int | None = None
     workflow: str | None = None
     budget: dict[str, Any] = Field(default_factory=dict)
+    edits: dict[str, Any] = Field(default_factory=dict, alias="set")
 
 
 @router.post("/runs")
@@ -60,10 +61,12 @@ def resume(settings: Settings, run_id: str) -> Any:
 
 @router.post("/runs/{run_id}/fork")
 def fork(settings: Settings, run_id: str, body: Fork | None = None) -> Any:
-    """``plait fork RUN_ID``: a new run from a checkpoint; the base run is never touched."""
+    """``plait fork RUN_ID``: a new run from a checkpoint, made by the acting principal with
+    ``set``'s context edits; the base run is never touched."""
     body = body or Fork()
     wf = load_workflow(body.workflow) if body.workflow else None
     budgets = ceilings(body.budget)
-    with settings.runtime() as rt:
-        result = asyncio.run(rt.fork(run_id, at=body.at, workflow=wf, budgets=budgets or None))
-    return result.to_json()
+    principal = settings.access.acting_as(body.principal)
+    with settings.runtime(principal) as rt:
+        fork = rt.fork(run_id, at=body.at, workflow=wf, budgets=budgets or None, edits=body.edits)
+        return asyncio.run(fork).to_json()
