@@ -81,3 +81,38 @@ def test_verify_against_a_bad_file_is_exit_2(cli: Cli):
     done = cli("verify", "yes", "--workflow", cli.flow("missing.yaml"))
 
     assert (done.exit_code, done.code) == (2, "PLAIT-E019")
+
+
+def test_an_added_node_diverges_only_where_a_run_reaches_it(cli: Cli):
+    finished(cli, "yes", approve=True)
+    finished(cli, "no", approve=False)
+    text = Path(cli.flow("approval.yaml")).read_text()
+    text = text.replace("  - id: held\n", "  - id: audit\n    tool: start\n  - id: held\n")
+    text = text.replace(
+        "  - {from: approve, to: held",
+        "  - {from: shipped, to: audit}\n  - {from: approve, to: held",
+    )
+    Path(cli.flow("v2.yaml")).write_text(text)
+
+    yes = cli("verify", "yes", "--workflow", cli.flow("v2.yaml")).data
+    no = cli("verify", "no", "--workflow", cli.flow("v2.yaml")).data
+
+    # superstep 3 closes `shipped`, whose new edge fires into `audit`: not superstep 1
+    assert yes["verified"] is False
+    assert (yes["diverged_at"]["superstep"], yes["diverged_at"]["node"]) == (3, "audit")
+    assert no["verified"] is True and no["up_to"] == "terminal"  # never went that way
+
+
+def test_a_removed_node_diverges_only_where_a_run_needed_it(cli: Cli):
+    finished(cli, "yes", approve=True)
+    finished(cli, "no", approve=False)
+    text = Path(cli.flow("approval.yaml")).read_text()
+    text = text.replace("  - id: held\n    tool: take_no\n", "")
+    text = text.replace("  - {from: approve, to: held, when: '!approved'}\n", "")
+    Path(cli.flow("v2.yaml")).write_text(text)
+
+    yes = cli("verify", "yes", "--workflow", cli.flow("v2.yaml")).data
+    no = cli("verify", "no", "--workflow", cli.flow("v2.yaml")).data
+
+    assert yes["verified"] is True and yes["up_to"] == "terminal"
+    assert no["verified"] is False and no["diverged_at"]["superstep"] == 2

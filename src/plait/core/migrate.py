@@ -38,6 +38,11 @@ class Matching:
     nodes: tuple[int | None, ...]
     edges: tuple[int | None, ...]
 
+    def is_identity(self, new: Plan) -> bool:
+        """Every node and edge keeps its place and nothing is added: the same shape."""
+        same_nodes = self.nodes == tuple(range(len(new.nodes)))
+        return same_nodes and self.edges == tuple(range(len(new.edges)))
+
     @staticmethod
     def of(old: Plan, new: Plan, mapping: Mapping[str, str]) -> Matching:
         """Nodes by id, or by ``mapping`` (old id -> new id); edges by their matched ends,
@@ -137,17 +142,7 @@ def migrate_state(
     was abandoned run again (fresh retries). ``restart_at_entry`` keeps the context and
     what was spent and starts the new plan at its entry."""
     matching = Matching.of(old, new, mapping)
-    moved = SchedulerState.new(state.run_id, new)
-    _carry_attempts(moved, state, old, new, matching)
-    moved.superstep = state.superstep
-    moved.context = dict(state.context)
-    moved.spent = replace(state.spent)
-    moved.elapsed_ms = state.elapsed_ms
-    moved.clock_ms = state.clock_ms
-    moved.inbox = list(state.inbox)
-    moved.inputs_seen = state.inputs_seen
-    moved.spawn_counter = dict(state.spawn_counter)  # Send task paths are never reused
-    moved.folds = state.folds
+    moved = _new_plan_state(state, old, new, matching)
     if restart_at_entry:
         moved.attempt_base = list(moved.attempt)
         move(moved, 0, Move.START)
@@ -156,6 +151,19 @@ def migrate_state(
     if isinstance(state.phase, Finished):
         _reopen(moved)
     return moved
+
+
+def reshaped(
+    state: SchedulerState, record: DecisionRecord, old: Plan, new: Plan, matching: Matching
+) -> tuple[SchedulerState, DecisionRecord] | None:
+    """A checkpoint of ``old`` in the shape of ``new`` (same ids, nothing reopened), for
+    ``verify --workflow`` to compare a replay under ``new`` with; None when work pending
+    in it has no place in ``new``."""
+    if any(matching.nodes[index] is None for index in _pending_work(state)):
+        return None
+    moved = _new_plan_state(state, old, new, matching)
+    _carry_in_place(moved, state, matching)
+    return moved, _record_in_place(record, matching)
 
 
 def empty_record(state: SchedulerState) -> DecisionRecord:
@@ -203,6 +211,25 @@ def _pending_work(state: SchedulerState) -> dict[int, str]:
         kinds = {"ask": "a pending ask", "timer": "a timer", "child": "a child run"}
         work[ask.node] = kinds[ask.kind]
     return work
+
+
+def _new_plan_state(
+    state: SchedulerState, old: Plan, new: Plan, matching: Matching
+) -> SchedulerState:
+    """A fresh state of ``new`` with what belongs to the whole run carried over: superstep,
+    context, spent, clocks, inbox, Send counters, folds, and attempt counters by id."""
+    moved = SchedulerState.new(state.run_id, new)
+    _carry_attempts(moved, state, old, new, matching)
+    moved.superstep = state.superstep
+    moved.context = dict(state.context)
+    moved.spent = replace(state.spent)
+    moved.elapsed_ms = state.elapsed_ms
+    moved.clock_ms = state.clock_ms
+    moved.inbox = list(state.inbox)
+    moved.inputs_seen = state.inputs_seen
+    moved.spawn_counter = dict(state.spawn_counter)  # Send task paths are never reused
+    moved.folds = state.folds
+    return moved
 
 
 def _carry_attempts(

@@ -21,14 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from plait.core.canonical import dumps
+from plait.core.canonical import dumpb, dumps, loads
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
-from plait.core.migrate import empty_record, migrate_state
+from plait.core.migrate import Matching, empty_record, migrate_state, reshaped
 from plait.core.outcomes import EffectOutcome, outcome_from_json
-from plait.core.state import SchedulerState
+from plait.core.plan import Plan
+from plait.core.state import DecisionRecord, SchedulerState
 from plait.core.step import step
 from plait.driver.admission import budgets_of
 from plait.driver.checkpoints import (
@@ -46,6 +47,7 @@ from plait.driver.host import Host
 from plait.driver.migrating import MIGRATE, migration_of
 from plait.store.base import Store
 from plait.store.records import CheckpointMeta, IntentRecord
+from plait.workflow import manifest_plan
 
 if TYPE_CHECKING:
     from plait.workflow import Workflow
@@ -129,11 +131,17 @@ so far: what verify switches to where the journal migrated the run."""
 
 
 def verify_run(
-    store: Store, run_id: str, env: StepEnv, env_at: EnvAt | None = None
+    store: Store,
+    run_id: str,
+    env: StepEnv,
+    env_at: EnvAt | None = None,
+    reshape: Reshape | None = None,
 ) -> VerifyReport:
     """Replay ``run_id``'s journal through the core; never dispatches anything. A
     journaled migration is re-derived (``core.migrate``) and compared like any checkpoint;
-    the replay goes on in the environment ``env_at`` gives for its manifest."""
+    the replay goes on in the environment ``env_at`` gives for its manifest. ``reshape``:
+    how a stored checkpoint of the run's first version is put in the shape of ``env``'s
+    plan (``verify --workflow`` onto a plan with other nodes or edges)."""
     journal = store.load_journal(run_id)
     stored: list[tuple[int, int]] = [(m.seq, m.superstep) for m in journal.checkpoints]
     seeds = {
@@ -168,7 +176,8 @@ def verify_run(
 
     def stored_bytes(seq: int) -> bytes:
         if seq not in by_seq:
-            by_seq[seq] = store.read_checkpoint(run_id, seq)
+            data = store.read_checkpoint(run_id, seq)
+            by_seq[seq] = data if reshape is None else reshape.stored(data)
         return by_seq[seq]
 
     state: SchedulerState | None = None
@@ -188,6 +197,7 @@ def verify_run(
                 return _diverged(run_id, compared, state.superstep, None, what)
             compared += 1
             env, plan = moved_env, moved_env.plan
+            reshape = None  # from here on the checkpoints are the migrated version's
             continue
         if record.kind != FEED:
             continue
@@ -233,15 +243,17 @@ def verify_run(
                     " the journal does not have",
                 )
             seq = expected[compared]
-            want = stored_bytes(seq)
-            if want != command.data:
-                fields = ", ".join(differing_fields(want, command.data))
+            want, got = stored_bytes(seq), command.data
+            if want != got and reshape is not None:  # what only the new shape adds aside
+                want, got = reshape.masked(want), reshape.masked(got)
+            if want != got:
+                fields = ", ".join(differing_fields(want, got))
                 report = _diverged(
                     run_id,
                     compared,
                     command.superstep,
                     first_node_differing(
-                        want, command.data, [n.id for n in plan.nodes], [e.src for e in plan.edges]
+                        want, got, [n.id for n in plan.nodes], [e.src for e in plan.edges]
                     ),
                     f"checkpoint {seq} differs from the replay in {fields}",
                 )
@@ -373,4 +385,61 @@ def verify_with(host: Host, run_id: str, definition: RunDefinition) -> VerifyRep
         run_id,
         env,
         lambda index, raised: _pinned_env(host, run_id, manifests[index], None, raised),
+        _reshaper(manifest_plan(manifest["workflow"]), env.plan),
     )
+
+
+def _reshaper(old: Plan, new: Plan) -> Reshape | None:
+    """How checkpoints of ``old`` compare with a replay under ``new``; None for plans of one
+    shape (the same nodes and edges in the same places)."""
+    matching = Matching.of(old, new, {})
+    if matching.is_identity(new):
+        return None
+    added_nodes = frozenset(range(len(new.nodes))) - set(matching.nodes)
+    added_edges = frozenset(range(len(new.edges))) - set(matching.edges)
+    return Reshape(old, new, matching, added_nodes, added_edges)
+
+
+@dataclass(frozen=True)
+class Reshape:
+    """``verify --workflow`` onto a plan with nodes or edges added or removed: a stored
+    checkpoint is put in the new plan's shape (nodes by id, edges by their ends), and
+    both sides are compared less what the new version only adds without acting on it —
+    an added node still waiting or dead, an added edge that did not fire — so a run
+    diverges where the new version first does otherwise, not at its first checkpoint."""
+
+    old: Plan
+    new: Plan
+    matching: Matching
+    added_nodes: frozenset[int]
+    added_edges: frozenset[int]
+
+    def stored(self, data: bytes) -> bytes:
+        """A stored checkpoint of the old plan in the new plan's shape (as it is when work
+        pending in it has no place in the new plan: then it differs, as it should)."""
+        checkpoint = decode_checkpoint(data)
+        record = DecisionRecord.from_json(checkpoint.decisions)
+        placed = reshaped(checkpoint.scheduler, record, self.old, self.new, self.matching)
+        if placed is None:
+            return data
+        state, moved_record = placed
+        return encode_checkpoint(state, moved_record.to_json())
+
+    def masked(self, data: bytes) -> bytes:
+        """``data`` less the added nodes and edges the run never acted on."""
+        value = loads(data)
+        scheduler, decisions = value.get("scheduler", {}), value.get("decisions", {})
+        states, res = scheduler.get("node_state") or [], scheduler.get("in_res") or []
+        for index in sorted(self.added_nodes):
+            if index < len(states) and states[index] in ("Waiting", "Dead"):
+                states[index] = "Waiting"
+        for resolved in res:
+            for edge in sorted(self.added_edges):
+                if resolved.get(str(edge)) == "Dead":
+                    del resolved[str(edge)]
+        decisions["edges"] = [
+            entry
+            for entry in decisions.get("edges") or []
+            if entry[0] not in self.added_edges or entry[2] == "Fired"
+        ]
+        return dumpb(value)
