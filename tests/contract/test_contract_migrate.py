@@ -418,3 +418,51 @@ def test_a_fork_of_a_migrated_run_lives_on_the_version_of_its_checkpoint(cli: Cl
     assert approve_and_resume(cli, after["run_id"], ask)["status"] == "completed"
     assert [e["node"] for e in cli("trace", after["run_id"]).data["entries"]][-1] == "audit"
     assert verified(cli, before["run_id"]) and verified(cli, after["run_id"])
+
+
+def test_on_postgresql_too_a_parked_run_migrates_resumes_and_verifies(cli: Cli, postgres_url: str):
+    def on_pg(*args: str, code: int = 0) -> dict[str, Any]:
+        done = cli.raw(*args, "--db", postgres_url, "--json")
+        assert done.exit_code == code, done
+        return dict(done.data)
+
+    on_pg("run", cli.flow("approval.yaml"), "--run-id", "p1", code=3)
+    moved = on_pg("migrate", "p1", "--workflow", version(cli, "v2.yaml", *ADD_AUDIT))
+    gone = version(
+        cli,
+        "v3.yaml",
+        ("  - id: approve\n", "  - id: gate\n"),
+        ("to: approve", "to: gate"),
+        ("from: approve", "from: gate"),
+        ("from: approve", "from: gate"),
+    )
+    refused = on_pg("migrate", "p1", "--workflow", gone, code=2)["error"]
+    (ask,) = on_pg("asks", "p1")["asks"]
+    on_pg("approve", "p1", ask["ask_id"], "--as", "bob")
+
+    finished = on_pg("resume", "p1")
+
+    assert refused["code"] == "PLAIT-E030"
+    assert finished["status"] == "completed" and finished["plan_hash"] == moved["to"]
+    assert finished["migrated_from"] == [moved["from"]]
+    assert on_pg("verify", "p1")["verified"] is True
+
+
+def test_a_worker_drives_a_migrated_failed_run_on_by_itself(cli: Cli):
+    broken = version(
+        cli,
+        "broken.yaml",
+        (
+            'take_yes: {python: "contract_tools:take_yes"}',
+            'take_yes: {python: "contract_tools:boom"}',
+        ),
+    )
+    assert cli("run", broken, "--run-id", "f").exit_code == 3
+    approve_and_resume(cli, "f", cli.only_ask("f")["ask_id"])
+    assert cli("migrate", "f", "--workflow", cli.flow("approval.yaml")).exit_code == 0
+
+    done = cli("worker", "--once")
+
+    assert done.data["statuses"] == {"completed": 1}, done.data
+    assert cli("show", "f").data["context"]["branch"] == "approved"
+    assert verified(cli, "f")
