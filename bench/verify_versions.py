@@ -8,7 +8,10 @@ Records N runs (default 1,000) of a small multi-superstep workflow file
 - ``identical``: against a cosmetic new version (a description and comments added), which
   replays every run identically (``verify --all --workflow NEW``);
 - ``diverged``: against a version whose loop stops one round earlier, so every run
-  diverges at its fifth superstep (the replay stops there).
+  diverges at its fifth superstep (the replay stops there);
+- ``added``: against a version with an added node and edge no run reaches (an audit
+  after a branch never taken), which replays every run identically through the reshape
+  of each stored checkpoint into the new plan's shape.
 
 Each is measured through the Python API the CLI calls (``plait.driver.verbs.verify_report``
 for each id of ``store.list_runs()``, the new version loaded once with ``load_workflow`` and
@@ -61,6 +64,13 @@ COSMETIC = WORKFLOW.replace(
     "# the same plan, told otherwise\nname: verify-bench\ndescription: Count to five.\n",
 )
 DIVERGING = WORKFLOW.replace("'i < 5'", "'i < 4'").replace("'i >= 5'", "'i >= 4'")
+ADDED = WORKFLOW.replace(
+    "  - id: finish\n    tool: finish\n",
+    "  - id: finish\n    tool: finish\n  - id: audit\n    tool: finish\n",
+).replace(
+    "  - {from: count, to: finish, when: 'i >= 5'}\n",
+    "  - {from: count, to: finish, when: 'i >= 5'}\n  - {from: load, to: audit, when: 'i > 99'}\n",
+)
 
 TOOLS = """\
 def load(order: int = 0) -> dict:
@@ -103,13 +113,13 @@ def bench(n: int, repeats: int, folder: Path) -> list[dict[str, Any]]:
     (folder / "bench_tools.py").write_text(TOOLS)
     files = {"pinned": folder / "workflow.yaml"}
     files["pinned"].write_text(WORKFLOW)
-    for name, text in (("identical", COSMETIC), ("diverged", DIVERGING)):
+    for name, text in (("identical", COSMETIC), ("diverged", DIVERGING), ("added", ADDED)):
         files[name] = folder / f"{name}.yaml"
         files[name].write_text(text)
     rows: list[dict[str, Any]] = []
     with Runtime(f"sqlite:///{folder / 'runs.db'}", principal="bench") as rt:
         asyncio.run(record(rt, files["pinned"], n))
-        for side in ("pinned", "identical", "diverged"):
+        for side in ("pinned", "identical", "diverged", "added"):
 
             def once(side: str = side) -> list[dict[str, Any]]:
                 # A new version is loaded once per pass, as one `plait verify` call does.
@@ -131,7 +141,7 @@ def bench(n: int, repeats: int, folder: Path) -> list[dict[str, Any]]:
                     "runs_per_s": len(reports) / seconds,
                 }
             )
-    expected = {"pinned": n, "identical": n, "diverged": 0}
+    expected = {"pinned": n, "identical": n, "diverged": 0, "added": n}
     for row in rows:
         assert row["runs"] == n and row["verified"] == expected[row["side"]], row
         row["ratio_to_pinned"] = rows[0]["seconds"] / row["seconds"]
@@ -152,6 +162,7 @@ def report(rows: list[dict[str, Any]], repeats: int) -> None:
         "pinned": "`--all` (the version each run pinned)",
         "identical": "`--all --workflow` cosmetic version (identical)",
         "diverged": "`--all --workflow` changed loop (diverges at superstep 5)",
+        "added": "`--all --workflow` an added node no run reaches (identical, reshaped)",
     }
     for row in rows:
         print(
