@@ -111,14 +111,16 @@ class Served:
 
 
 @contextmanager
-def served(folder: Path, db: str, *args: str, name: str = "serve") -> Iterator[Served]:
+def served(
+    folder: Path, db: str, *args: str, name: str = "serve", env: dict[str, str] | None = None
+) -> Iterator[Served]:
     """``plait serve --db DB ARGS`` in ``folder`` until the block ends (then SIGTERM)."""
     log = folder / f"{name}.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(
             [PLAIT, "serve", "--port", "0", "--json", "--db", db, "--token", TOKEN, *args],
             cwd=folder,
-            env=server_env(),
+            env={**server_env(), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
