@@ -12,6 +12,7 @@ import pytest
 
 from contract.support import T0, Cli
 from plait.core.keys import JournalKey, call_id
+from plait.store import open_store
 
 PARK_ALL = {"PLAIT_RETRY_SLEEP_MAX_MS": "0"}
 """No wait is slept in-process: every one parks the run."""
@@ -97,8 +98,8 @@ def test_non_retryable_exception_fails_the_node_at_once(cli: Cli):
     assert done.data["outcome"]["detail"] == "ExecutorError: BadRequest: the request is malformed"
     assert calls(cli) == {"refuses": 1}
     assert entries(cli, "n1", "timer") == []
-    failure = entries(cli, "n1", "tool")[0]["failure"]
-    assert failure["error"] == "BadRequest"
+    (result,) = open_store(cli.db).load_journal("n1").results.values()
+    assert result.outcome["Failed"]["error"] == "BadRequest"  # what non_retryable named
 
 
 def test_retries_shorthand_still_retries_at_once_without_the_workflow_policy(cli: Cli):
@@ -203,3 +204,37 @@ def test_retry_on_an_ask_node_or_beside_retries_is_refused(cli: Cli):
     text = done.stdout + done.stderr
     assert "retry is only for tool and abstract (LLM) nodes" in text
     assert "sets retries and retry" in text
+
+
+def test_on_postgresql_a_long_backoff_parks_and_a_worker_drives_it_on_when_due(
+    cli: Cli, postgres_url: str
+):
+    cli.db = postgres_url
+    assert cli.run("backoff.yaml", "p1", env=PARK_ALL).exit_code == 3
+    wake1 = entries(cli, "p1", "timer")[0]["input"]["wake_ms"]
+    assert cli("worker", "--once", now=wake1 - 1, env=PARK_ALL).data["driven"] == 0
+
+    assert cli("worker", "--once", now=wake1, env=PARK_ALL).data["statuses"] == {"parked": 1}
+    wake2 = entries(cli, "p1", "timer")[1]["input"]["wake_ms"]
+    assert cli("worker", "--once", now=wake2, env=PARK_ALL).data["statuses"] == {"completed": 1}
+
+    assert calls(cli) == {"flaky": 3}
+    assert cli("verify", "p1").data["verified"] is True
+
+
+def test_the_python_builder_pins_the_same_policy_as_a_file(cli: Cli):
+    from plait.workflow import Workflow, load_workflow
+
+    built = (
+        Workflow.new("short")
+        .retry_policy(max_attempts=3, initial_s=0.01, multiplier=2, jitter=0.2)
+        .node("flaky", tool="flaky")
+        .tool("flaky", python="retry_tools:flaky")
+    )
+
+    node = built.to_manifest()["nodes"][0]
+    assert node["retry"] == {
+        "max_attempts": 3, "initial_s": 0.01, "multiplier": 2, "jitter": 0.2,
+        "non_retryable": [],
+    }  # fmt: skip
+    assert node == load_workflow(cli.folder / "short.yaml").to_manifest()["nodes"][0]
