@@ -238,3 +238,17 @@ def test_the_python_builder_pins_the_same_policy_as_a_file(cli: Cli):
         "non_retryable": [],
     }  # fmt: skip
     assert node == load_workflow(cli.folder / "short.yaml").to_manifest()["nodes"][0]
+
+
+def test_a_wait_that_comes_due_while_other_effects_run_is_settled_between_their_waves(
+    cli: Cli,
+):
+    done = cli.run("beside.yaml", "w1", env={**LIVE_CLOCK, **PARK_ALL})
+
+    assert done.exit_code == 0, done
+    trace = entries(cli, "w1")
+    a_attempts = [i for i, e in enumerate(trace) if e["node"] == "a" and e["kind"] == "tool"]
+    b_turns = [i for i, e in enumerate(trace) if e["node"] == "b" and e["kind"] == "llm"]
+    assert len(a_attempts) == 3 and len(b_turns) == 21
+    assert a_attempts[-1] < b_turns[-1]  # not held back until b's loop is done
+    assert cli("verify", "w1").data["verified"] is True

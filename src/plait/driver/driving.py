@@ -152,7 +152,15 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         results = dict(existing.results) if existing else {}
         settled_children = await settle_children(state, env, children, journal, now)
         events = [*request.events, *settled_children, *settlements(state, results, journal, now)]
-        poll = poller(host, run_id, existing)
+        polled = poller(host, run_id, existing)
+
+        def poll() -> list[Event]:
+            # Retry waits that came due while other effects ran are settled with the
+            # wave's results, not only once the run parks (§3.5b).
+            now = host.clock()
+            due = settlements(state, results, journal, now, only_backoff=True)
+            return [*polled(), *([ClockReading(now), *due] if due else [])]
+
         while True:
             result = await drive(
                 env, state, events, journal, execute, host.clock, host.observer, poll, trace.watch
