@@ -47,6 +47,11 @@ class AbstractFlow:
     """plait's own: the governed flow's state and marking (§9), absent without a flow."""
     refused: list[dict[str, Any]] = json_field(COPY_LIST, omit_default=True, default_factory=list)
     """plait's own: governance refusals of this attempt (shown by trace), absent when none."""
+    turn_tries: int = json_field(omit_default=True, default=0)
+    """Under a ``retry:`` policy: turns failed in a row (a completed turn resets it)."""
+    retry_of: dict[int, int] = json_field(int_keys(), omit_default=True, default_factory=dict)
+    """Under a ``retry:`` policy: a retried tool call's effect_seq (or its backoff's) ->
+    the effect_seq of the call's first attempt, whose place in the round it keeps."""
 
     def to_json(self) -> dict[str, Any]:
         return FLOW_CODEC.encode(self)

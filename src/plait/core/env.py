@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import JSON
 from plait.core.codec import INT, RecordCodec, json_field
 from plait.core.conditions import evaluate
 from plait.core.plan import Plan, PlanEdge
 from plait.core.reducers import MISSING, make_reducer
+
+if TYPE_CHECKING:
+    from plait.core.retry import RetryPolicy
 
 DEFAULT_MAX_SUPERSTEPS = 1024
 DEFAULT_MAX_EFFECTS_PER_ATTEMPT = 64
@@ -107,6 +110,9 @@ class StepEnv:
     """Tools an abstract node may only call after a second principal approves (§8)."""
     deferred_tools: frozenset[str] = frozenset()
     """Tools whose result a human supplies (the run parks until then)."""
+    retry_policies: Mapping[int, RetryPolicy] = field(default_factory=dict)
+    """Node index -> its ``retry:`` policy ; a node without
+    one retries by its ``retries`` shorthand, at once."""
 
     def reducer(self) -> Reducer:
         """The reducer to use: the injected one, else the plan's declared table."""

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.core import asks, governed
+from plait.core import asks, governed, retry
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node
 from plait.core.node_states import Move, move
-from plait.core.outcomes import Completed, EffectOutcome, retryable
+from plait.core.outcomes import Completed, EffectOutcome, Failed, retryable
 from plait.core.state import OpenPhase
 from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
 
@@ -226,7 +226,11 @@ def on_resolved(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> bool
             _on_turn(s, fkey, flow, key.effect_seq, outcome)
         return True
     if key.kind == "tool" and key.effect_seq in flow.pending_tools:
-        _on_tool(s, flow, key.effect_seq, outcome)
+        _on_tool(s, flow, key.effect_seq, outcome, key)
+        return True
+    first = flow.retry_of.get(key.effect_seq) if key.kind == "tool" else None
+    if first is not None and first in flow.pending_tools:
+        _on_tool(s, flow, first, outcome, key)  # a retried call answers in its first place
         return True
     return False
 
@@ -260,12 +264,13 @@ def _on_turn(
             flow.need = NEXT_TURN
         elif outcome.cause == "SchemaValidationFailed":
             _schema_strike(s, fkey, flow, outcome.detail)  # the provider refused the shape
-        elif retryable(outcome.cause, "llm"):
-            flow.need = NEXT_TURN  # Timeout, ExecutorError: re-send the same transcript
+        elif _retry_turn(s, fkey, flow, turn, outcome):
             s.turn_failures[fkey] = f"{outcome.cause}: {outcome.detail}"
         else:
             _fail(s, fkey, flow, f"{outcome.cause}: {outcome.detail}")
         return
+    if flow.turn_tries:
+        flow.turn_tries = 0  # a turn came back: the policy counts failures in a row
     answer = outcome.result if isinstance(outcome.result, dict) else {}
     usage = answer.get("usage") or {}
     flow.last_prompt_tokens = int(usage.get("input_tokens", 0))
@@ -280,6 +285,86 @@ def _on_turn(
         s.idle_answers.append((fkey, turn))
         return
     _on_final_answer(s, fkey, flow, turn, text)
+
+
+def _retry_turn(s: StepContext, fkey: str, flow: AbstractFlow, turn: int, outcome: Failed) -> bool:
+    """Whether a failed turn is sent again (the same transcript); False fails the node.
+
+    Without a ``retry:`` policy a Timeout or ExecutorError is re-sent at once, bounded
+    only by ``max_effects_per_attempt``; under one, after its wait and at most
+    ``max_attempts`` times in a row (§3.5b)."""
+    policy = s.env.retry_policies.get(flow.node)
+    if policy is None:
+        if not retryable(outcome.cause, "llm"):
+            return False
+        flow.need = NEXT_TURN
+        return True
+    flow.turn_tries += 1
+    if not policy.allows(flow.turn_tries, outcome, "llm"):
+        return False
+    failed = _key(s, flow, "llm")._replace(effect_seq=turn)
+    delay = retry.delay_ms(policy, flow.turn_tries, failed)
+    if delay and flow.next_effect_seq < s.env.max_effects_per_attempt:
+        phase = s.state.phase
+        assert isinstance(phase, OpenPhase)
+        timer = _key(s, flow, "tool")
+        flow.next_effect_seq += 1
+        retry.wait(
+            s, phase, timer, flow.node, delay, failed=failed, failed_attempts=flow.turn_tries
+        )
+    else:
+        flow.need = NEXT_TURN  # no wait, or none left under the bound: the bound decides
+    return True
+
+
+def _retry_call(
+    s: StepContext, flow: AbstractFlow, seq: int, failed: JournalKey, outcome: Failed
+) -> bool:
+    """Under a ``retry:`` policy, whether a failed tool call is tried again (after its
+    wait) before the model sees its failure; the call keeps its place in the round."""
+    policy = s.env.retry_policies.get(flow.node)
+    if policy is None or s.state.cancel is not None:
+        return False
+    call = flow.pending_tools[seq]
+    tries = int(call.get("tries", 1))
+    delay = retry.delay_ms(policy, tries, failed)
+    room = s.env.max_effects_per_attempt - flow.next_effect_seq
+    if not policy.allows(tries, outcome, "tool") or room < (2 if delay else 1):
+        return False  # the effect bound stays the backstop: the model sees the failure
+    flow.pending_tools[seq] = {**call, "tries": tries + 1}
+    phase = s.state.phase
+    assert isinstance(phase, OpenPhase)
+    if delay:
+        timer = _key(s, flow, "tool")
+        flow.retry_of[timer.effect_seq] = seq
+        flow.next_effect_seq += 1
+        retry.wait(s, phase, timer, flow.node, delay, failed=failed, failed_attempts=tries)
+    else:
+        _reissue(s, phase, flow, seq)
+    return True
+
+
+def _reissue(s: StepContext, phase: OpenPhase, flow: AbstractFlow, seq: int) -> None:
+    call = flow.pending_tools[seq]
+    effect = _key(s, flow, "tool")
+    flow.retry_of[effect.effect_seq] = seq
+    flow.next_effect_seq += 1
+    emit_effect(s, phase, effect, CALL_PREFIX + str(call["name"]), call["arguments"])
+
+
+def backoff_elapsed(s: StepContext, phase: OpenPhase, timer: JournalKey) -> bool:
+    """A retry wait of a loop elapsed: turn again, or try its tool call again; False if
+    no loop owns ``timer``."""
+    node = s.env.plan.index.get(timer.node)
+    flow = None if node is None else s.state.abstract_flows.get(flow_key(node))
+    if flow is None or flow.attempt != timer.attempt or flow.task_path != timer.task_path:
+        return False
+    seq = flow.retry_of.pop(timer.effect_seq, None)
+    if seq is None:
+        flow.need = NEXT_TURN
+    elif seq in flow.pending_tools:
+        _reissue(s, phase, flow, seq)
+    return True
 
 
 def settle_idle_answers(s: StepContext) -> None:
@@ -456,13 +541,17 @@ def _on_approval(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOu
     return False
 
 
-def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome) -> None:
+def _on_tool(
+    s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome, key: JournalKey
+) -> None:
     call = flow.pending_tools[seq]
     if call.get("gate") == "approval":
         if _on_approval(s, flow, seq, outcome):
             return
     elif isinstance(outcome, Completed):
         flow.round_results[seq] = {"content": outcome.result, "is_error": False}
+    elif call.get("gate") is None and _retry_call(s, flow, seq, key, outcome):
+        return
     else:
         flow.round_results[seq] = {
             "content": f"{outcome.cause}: {outcome.detail}",
@@ -491,4 +580,6 @@ def _on_tool(s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcom
             )
     flow.pending_tools = {}
     flow.round_results = {}
+    if flow.retry_of:
+        flow.retry_of = {}
     flow.need = NEXT_TURN

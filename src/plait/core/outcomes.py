@@ -73,13 +73,21 @@ class Completed:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """An effect that failed; ``cause`` is one of FAIL_CAUSES."""
+    """An effect that failed; ``cause`` is one of FAIL_CAUSES.
+
+    ``error``, when an exception caused it, is the exception's class name (what a retry
+    policy's ``non_retryable`` names); journaled only when known, so older results and
+    failures without an exception keep their bytes. It is not part of the value."""
 
     cause: str
     detail: str
+    error: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"Failed": {"cause": self.cause, "detail": self.detail}}
+        body = {"cause": self.cause, "detail": self.detail}
+        if self.error is not None:
+            body["error"] = self.error
+        return {"Failed": body}
 
 
 EffectOutcome = Completed | Failed
@@ -94,7 +102,8 @@ def outcome_from_json(value: dict[str, Any]) -> EffectOutcome:
     cause = str(body["cause"])
     if cause not in FAIL_CAUSES:
         raise ValueError(f"unknown failure cause {cause!r}")
-    return Failed(cause, str(body.get("detail", "")))
+    error = body.get("error")
+    return Failed(cause, str(body.get("detail", "")), None if error is None else str(error))
 
 
 def journal_bytes(outcome: EffectOutcome) -> int:

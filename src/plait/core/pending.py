@@ -47,6 +47,8 @@ class PendingAsk:
     """A child run's id."""
     tool_call_id: JSON | Absent = json_field(omit_default=True, default=ABSENT)
     """The model's id of the tool call an ask gates (absent for an ask node's ask)."""
+    backoff: bool = json_field(omit_default=True, default=False)
+    """A timer that is a retry policy's wait before the next attempt (``core/retry.py``)."""
 
     @property
     def kind(self) -> Literal["ask", "timer", "child"]:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.core import retry
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task
 from plait.core.node_states import Move, NodeState, move
-from plait.core.outcomes import Completed, EffectOutcome, retryable
+from plait.core.outcomes import Completed, EffectOutcome
 from plait.core.pending import SendTask, TaskState
 from plait.core.state import OpenPhase
 
@@ -117,12 +118,17 @@ def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: Eff
     if isinstance(outcome, Completed):
         task.state = DONE
         phase.send_results[key.task_path] = outcome.result
-    elif (
-        retryable(outcome.cause, "tool")
-        and task.attempt <= s.env.plan.nodes[node].retries
-        and state.cancel is None
+    elif state.cancel is None and (policy := retry.policy_of(s, node)).allows(
+        task.attempt, outcome, "tool"
     ):
-        task.state = QUEUED  # task-scoped retry, inside this superstep
+        # A task-scoped retry, inside this superstep: at once, or after a durable wait
+        # (the task stays Running until it elapses, ``retry_task``).
+        delay = retry.delay_ms(policy, task.attempt, key)
+        if delay:
+            timer = key._replace(effect_seq=key.effect_seq + 1)
+            retry.wait(s, phase, timer, node, delay, failed=key, failed_attempts=task.attempt)
+        else:
+            task.state = QUEUED
         return
     else:
         task.state = DONE
@@ -134,6 +140,13 @@ def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: Eff
     ):
         move(state, node, Move.DRAINED)
         phase.results.setdefault(node, None)
+
+
+def retry_task(s: StepContext, timer: JournalKey) -> None:
+    """A task's retry wait elapsed: queue it for its next attempt."""
+    task = s.state.send_tasks.get(timer.task_path)
+    if task is not None and task.state == RUNNING:
+        task.state = QUEUED
 
 
 def merge_order(phase: OpenPhase) -> list[tuple[str, JSON]]:

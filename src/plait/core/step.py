@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from plait.core import asks, llm_loop, send
+from plait.core import asks, llm_loop, retry, send
 from plait.core.budgets import exhausted_at_dispatch, exhausted_at_open
 from plait.core.canonical import JSON, dumpb
 from plait.core.env import MISSING, StepEnv
@@ -55,7 +55,6 @@ from plait.core.outcomes import (
     EffectOutcome,
     RunOutcome,
     journal_bytes,
-    retryable,
     run_budget_exhausted,
     run_canceled,
     run_completed,
@@ -167,6 +166,9 @@ def _apply(s: StepContext, event: Event) -> None:
                 state.elapsed_ms += state.clock_ms - state.paused_at
                 state.paused_at = None
                 state.wall_open = state.clock_ms
+            if ask.backoff:
+                _backoff_elapsed(s, ask.key, event.outcome)
+                return
             key = ask.key
             move(state, s.env.plan.index[key.node], Move.ANSWERED)
             _resolve(s, key, event.outcome)
@@ -207,17 +209,40 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         move(state, node, Move.COMPLETED)
         phase.results[node] = outcome.result
         return
-    retries_left = state.attempt[node] - state.attempt_base[node] <= plan.nodes[node].retries
     settled_by_world = s.env.executors[node].kind in ("ask", "timer", "subgraph")
+    policy = retry.policy_of(s, node)
+    failed_attempts = state.attempt[node] - state.attempt_base[node]
     if (
-        retries_left
-        and not settled_by_world
-        and retryable(outcome.cause, key.kind)
+        not settled_by_world
         and state.cancel is None
+        and policy.allows(failed_attempts, outcome, key.kind)
     ):
-        move(state, node, Move.RETRIED)
+        delay = retry.delay_ms(policy, failed_attempts, key)
+        if delay:
+            timer = key._replace(effect_seq=key.effect_seq + 1)  # a tool node's keys use 0
+            retry.wait(s, phase, timer, node, delay, failed=key, failed_attempts=failed_attempts)
+        else:
+            move(state, node, Move.RETRIED)
         return
     fail_node(state, node, f"{outcome.cause}: {outcome.detail}")
+
+
+def _backoff_elapsed(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
+    """A retry policy's wait is over (§3.5b): the effect it waited for is tried again."""
+    state = s.state
+    phase = state.phase
+    if not isinstance(phase, OpenPhase) or key not in phase.outstanding:
+        return
+    phase.outstanding.discard(key)
+    state.spent.storage_bytes += journal_bytes(outcome)
+    if state.cancel is not None:
+        return  # canceled meanwhile: nothing more is tried
+    if key.task_path:
+        send.retry_task(s, key)
+    elif not llm_loop.backoff_elapsed(s, phase, key):
+        node = s.env.plan.index[key.node]
+        if state.node_state[node] == DISPATCHED:
+            move(state, node, Move.RETRIED)
 
 
 # --- progress -----------------------------------------------------------------

@@ -18,6 +18,7 @@ ENGINE_EPOCH = 1
 """The generation of the engine whose journals this plait replays (§5.5)."""
 DEFAULT_DB = "sqlite:///.plait/plait.db"
 DEFAULT_LEASE_TTL_MS = 30_000
+DEFAULT_RETRY_SLEEP_MAX_MS = 5_000
 
 
 def default_db() -> str:
@@ -33,6 +34,15 @@ def default_principal() -> str:
 def lease_ttl() -> int:
     """How long a lease lasts unless renewed (``PLAIT_LEASE_TTL_MS``)."""
     return whole_number("PLAIT_LEASE_TTL_MS", 1) or DEFAULT_LEASE_TTL_MS
+
+
+def retry_sleep_limit() -> int:
+    """The longest retry wait a drive sleeps through in-process (``PLAIT_RETRY_SLEEP_MAX_MS``,
+    0: never); a longer one parks the run for a worker. Kept under a third of the lease
+    TTL, so the lease the sleeping drive holds never lapses."""
+    limit = whole_number("PLAIT_RETRY_SLEEP_MAX_MS", 0)
+    limit = DEFAULT_RETRY_SLEEP_MAX_MS if limit is None else limit
+    return min(limit, lease_ttl() // 3)
 
 
 def max_checkpoint_bytes() -> int:

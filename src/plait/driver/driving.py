@@ -9,6 +9,7 @@ run, a restart from the input (no checkpoint yet), or a checkpoint.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from plait.driver.admission import budgets_of, check_pinned_model
 from plait.driver.answers import pending_asks
 from plait.driver.children import Runs, cancel_children, child_runner, settle_children
 from plait.driver.crash import CrashPoint
-from plait.driver.defaults import check_epoch, lease_ttl
+from plait.driver.defaults import check_epoch, lease_ttl, retry_sleep_limit
 from plait.driver.dispatcher import Dispatcher, dispatcher_for
 from plait.driver.durable import DurableJournal
 from plait.driver.environment import make_env
@@ -29,7 +30,7 @@ from plait.driver.host import Host
 from plait.driver.owner import owner_alive, this_process
 from plait.driver.settle import settlements
 from plait.driver.telemetry import run_trace
-from plait.driver.wake import set_wake, wake_time
+from plait.driver.wake import backoff_sleep_ms, set_wake, wake_time
 from plait.driver.wave import RunResult, drive
 from plait.store.records import Journal, StatusWrite
 
@@ -151,7 +152,15 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         results = dict(existing.results) if existing else {}
         settled_children = await settle_children(state, env, children, journal, now)
         events = [*request.events, *settled_children, *settlements(state, results, journal, now)]
-        poll = poller(host, run_id, existing)
+        polled = poller(host, run_id, existing)
+
+        def poll() -> list[Event]:
+            # Retry waits that came due while other effects ran are settled with the
+            # wave's results, not only once the run parks (§3.5b).
+            now = host.clock()
+            due = settlements(state, results, journal, now, only_backoff=True)
+            return [*polled(), *([ClockReading(now), *due] if due else [])]
+
         while True:
             result = await drive(
                 env, state, events, journal, execute, host.clock, host.observer, poll, trace.watch
@@ -160,6 +169,14 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
                 break
             now = host.clock()
             due = settlements(state, results, journal, now)
+            sleep_ms = None if due else backoff_sleep_ms(state, now, retry_sleep_limit())
+            if sleep_ms is not None:
+                # A short retry wait (§3.5b) is slept here. The park's checkpoint is
+                # committed: a crash meanwhile leaves a run whose lease lapses, which a
+                # worker takes over.
+                await asyncio.sleep(sleep_ms / 1000)
+                now = host.clock()
+                due = settlements(state, results, journal, now)
             if not due:
                 break  # waiting for a human, or for a timer that is not due yet
             events = [ClockReading(now), *due]

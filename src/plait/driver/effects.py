@@ -27,9 +27,10 @@ from plait.tools.command import run_command, stderr_tail
 
 def failure_from_exception(exc: BaseException) -> Failed:
     """Map an exception raised by an executor to its failure cause."""
+    name = type(exc).__name__  # journaled: what a retry policy's non_retryable names
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return Failed("Timeout", f"{type(exc).__name__}: {exc}".rstrip(": "))
-    return Failed("ExecutorError", f"{type(exc).__name__}: {exc}")
+        return Failed("Timeout", f"{name}: {exc}".rstrip(": "), name)
+    return Failed("ExecutorError", f"{name}: {exc}", name)
 
 
 def as_json_result(value: Any) -> EffectOutcome:

@@ -14,6 +14,7 @@ import jsonschema
 
 from plait.core.canonical import JSON, dumps, loads
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
+from plait.core.retry import RetryPolicy
 from plait.governance import flow_from_dict
 from plait.models.base import unparsed_arguments
 
@@ -122,4 +123,9 @@ def env_from_manifest(
         flows=flows,
         approval_tools=frozenset(n for n in sorted(tools) if tools[n].get("approval")),
         deferred_tools=frozenset(n for n in sorted(tools) if tools[n].get("deferred")),
+        retry_policies={
+            i: RetryPolicy.from_manifest(node["retry"])
+            for i, node in enumerate(manifest["nodes"])
+            if node.get("retry") is not None
+        },
     )

@@ -67,7 +67,8 @@ def trace(view: RunView) -> list[dict[str, Any]]:
             entry["usage"] = body.get("usage") or dict(NO_USAGE)
         else:
             entry["status"] = "failed"
-            entry["failure"] = result.outcome["Failed"]
+            failure = result.outcome["Failed"]  # its cause and detail (CONTRACT.md)
+            entry["failure"] = {"cause": failure["cause"], "detail": failure["detail"]}
             entry["usage"] = dict(NO_USAGE)  # a failed effect charges nothing
         entries.append(entry)
         if key.kind == "llm" and isinstance(entry.get("result"), dict):

@@ -23,12 +23,17 @@ def settlements(
     results: Mapping[JournalKey, ResultRecord],
     journal: DurableJournal,
     now_ms: int,
+    *,
+    only_backoff: bool = False,
 ) -> list[Event]:
-    """The ``ResponseSettled`` events due now, in ask-id order."""
+    """The ``ResponseSettled`` events due now, in ask-id order (``only_backoff``: of retry
+    waits alone, which a drive settles between waves too)."""
     events: list[Event] = []
     if state.is_terminal():
         return events
     for ask_id, entry in sorted(state.pending_asks.items()):
+        if only_backoff and not entry.backoff:
+            continue
         key = entry.key
         outcome: EffectOutcome
         record = results.get(key)

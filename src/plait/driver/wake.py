@@ -33,6 +33,24 @@ def wake_time(store: Store, state: SchedulerState) -> int | None:
     return min(times, default=None)
 
 
+def backoff_sleep_ms(state: SchedulerState, now_ms: int, limit_ms: int) -> int | None:
+    """How long to sleep in-process before a parked run's retry wait is due: when that
+    wait is what the run waits on first and is due within ``limit_ms``; else None (the
+    run parks, and a worker drives it on at its wake time)."""
+    earliest: tuple[int, bool] | None = None
+    for entry in state.pending_asks.values():
+        times = [entry.wake_ms] if entry.wake_ms is not None else []
+        if entry.expires_at is not None:
+            times.append((int(entry.expires_at) + 1) * 1000)
+        for at in times:
+            if earliest is None or at < earliest[0]:
+                earliest = (int(at), entry.backoff)
+    if earliest is None or not earliest[1]:
+        return None
+    wait = earliest[0] - now_ms
+    return wait if 0 < wait <= limit_ms else None
+
+
 def wake_root(store: Store, run_id: str, now_ms: int) -> None:
     """Something was journaled for ``run_id``: its top-level run is due now."""
     root = store.get_run(run_id)

@@ -191,6 +191,7 @@ NODE_RULES: dict[str, Rule] = {
     "tool": _NAME, "retries": _integer(0), "instruction": _TEXT, "tools": _strings(False),
     "response_schema": _schema, "flow": _FLOW, "tool_results_into": _NAME, "ask": _MAPPING,
     "sleep_s": _number(False, MAX_SECONDS), "workflow": _NAME, "writes": _strings(False),
+    "retry": _MAPPING,
 }  # fmt: skip
 TOOL_RULES: dict[str, Rule] = {
     "python": _PYTHON, "command": _strings(True), "mcp": _MAPPING, "description": _TEXT,
@@ -213,8 +214,26 @@ BUDGET_RULES: dict[str, Rule] = {
 }  # fmt: skip
 ASKS_RULES: dict[str, Rule] = {"ttl_s": _integer(1, MAX_SECONDS)}
 
+
+def _at_least_one(v: Any) -> str | None:
+    ok = _is_int(v) or (isinstance(v, float) and math.isfinite(v))
+    return _bounded(ok and v >= 1, "a number >= 1", v, MAX_INTEGER)
+
+
+def _fraction(v: Any) -> str | None:
+    ok = _is_int(v) or (isinstance(v, float) and math.isfinite(v))
+    return _want(ok and 0 <= v <= 1, "a number from 0 to 1", v)
+
+
+RETRY_RULES: dict[str, Rule] = {
+    "max_attempts": _integer(1, 1_000_000), "initial_s": _number(False, MAX_SECONDS),
+    "multiplier": _at_least_one, "max_s": _number(False, MAX_SECONDS), "jitter": _fraction,
+    "non_retryable": _strings(False),
+}  # fmt: skip
+"""A retry policy (``retry:`` at the top level or on a node; docs/workflow-files.md)."""
+
 TOP_KEYS = ("name", "description", "durability", "nodes", "edges", "reducers", "tools",
-            "llm", "budgets", "asks", "on_dangling")  # fmt: skip
+            "llm", "budgets", "asks", "on_dangling", "retry")  # fmt: skip
 NODE_KEYS = ("id", *NODE_RULES)
 EDGE_KEYS = ("from", "to", "when", "max_cycles")
 TOOL_KEYS = tuple(TOOL_RULES)
@@ -280,6 +299,8 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
         _judge_llm(j, wf.llm, wf.base_dir)
     j.fields(wf.budgets, BUDGET_RULES, "budgets", ("budgets",))
     j.fields(wf.asks, ASKS_RULES, "asks", ("asks",))
+    if wf.retry is not None:
+        _judge_retry(j, wf.retry, "retry", ("retry",))
     for name, tool in wf.tools.items():
         _judge_tool(j, name, tool)
     if not wf.nodes:
@@ -348,6 +369,15 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
             kind = f"an {node.kind}" if node.kind[:1] in "aeiou" else f"a {node.kind}"
             why = f"{key} is only for abstract (LLM) nodes; this is {kind} node"
             j.add("E019", f"{where}: {why}", (*place, key))
+    if node.retry is not None:
+        if node.kind not in ("tool", "abstract"):
+            why = f"retry is only for tool and abstract (LLM) nodes; this is a {node.kind} node"
+            j.add("E019", f"{where}: {why}", (*place, "retry"))
+        elif "retries" in values and node.retries:
+            why = "sets retries and retry; retries: k is short for retry: {max_attempts: k+1}"
+            j.add("E019", f"{where}: {why}", (*place, "retry"))
+        if isinstance(node.retry, Mapping):
+            _judge_retry(j, node.retry, f"{where}: retry", (*place, "retry"))
     if isinstance(node.ask, Mapping):
         ask_place = (*place, "ask")
         j.fields(node.ask, ASK_RULES, f"{where}: ask", ask_place, required=("prompt",))
@@ -360,6 +390,18 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
             j.add("E004", f"{where}: unknown tool '{name}'{_tool_hint(name, wf)}", (*place, key))
     if isinstance(node.workflow, str) and not (wf.base_dir / node.workflow).is_file():
         j.add("E004", f"{where}: workflow file '{node.workflow}' not found", (*place, "workflow"))
+
+
+def _judge_retry(j: _Judge, policy: Any, where: str, place: Place) -> None:
+    """A retry policy's keys and values, and that its cap is not below its first wait."""
+    j.fields(policy, RETRY_RULES, where, place)
+    if not isinstance(policy, Mapping):
+        return
+    initial, cap = policy.get("initial_s", 1), policy.get("max_s")
+    numbers = all(_number(False, MAX_SECONDS)(v) is None for v in (initial, cap))
+    if cap is not None and numbers and cap < initial:
+        why = f"max_s ({show(cap)}) must be >= initial_s ({show(initial)})"
+        j.add("E019", f"{where}: {why}", (*place, "max_s"))
 
 
 def flow_warnings(wf: Workflow) -> list[Issue]:

@@ -96,6 +96,8 @@ class NodeDef:
     sleep_s: float | None = None
     workflow: str | None = None
     writes: tuple[str, ...] = ()
+    retry: Mapping[str, Any] | None = None
+    """A retry policy (file units); the workflow's ``retry:`` fills in what it leaves out."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class Workflow:
     asks: Mapping[str, Any] = field(default_factory=dict)
     on_dangling: str = "redeliver"
     source: Path | None = None
+    retry: Mapping[str, Any] | None = None
+    """The default retry policy of tool and abstract nodes (a node's own ``retry:`` wins)."""
 
     # -- building ----------------------------------------------------------
 
@@ -229,6 +233,7 @@ class Workflow:
         sleep_s: float | None = None,
         workflow: str | None = None,
         writes: Sequence[str] = (),
+        retry: Mapping[str, Any] | None = None,
     ) -> Workflow:
         """Add a node; a function given as ``tool`` (or in ``tools``) is registered as a tool."""
         wf = self
@@ -257,6 +262,7 @@ class Workflow:
             sleep_s=sleep_s,
             workflow=workflow,
             writes=tuple(writes),
+            retry=retry,
         )
         return dataclasses.replace(wf, nodes=(*wf.nodes, node))
 
@@ -272,6 +278,10 @@ class Workflow:
     def model(self, spec: str, **settings: Any) -> Workflow:
         """Set ``llm.model`` (and other ``llm`` settings such as ``max_tokens``)."""
         return dataclasses.replace(self, llm={**(self.llm or {}), "model": spec, **settings})
+
+    def retry_policy(self, **policy: Any) -> Workflow:
+        """Set the workflow-wide ``retry:`` (max_attempts, initial_s, multiplier, ...)."""
+        return dataclasses.replace(self, retry={**(self.retry or {}), **policy})
 
     def budget(self, **ceilings: Any) -> Workflow:
         """Set budget ceilings in file units: ``max_usd`` dollars, ``max_wall_s`` seconds, ..."""

@@ -209,6 +209,7 @@ class _Reader:
             asks=plain(self.section(doc, "asks", Mapping) or {}),
             on_dangling=doc.get("on_dangling") or "redeliver",
             source=self.source,
+            retry=plain(doc["retry"]) if doc.get("retry") is not None else None,
         )
 
     def nodes(self, items: list[Any]) -> tuple[NodeDef, ...]:

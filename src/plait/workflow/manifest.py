@@ -53,7 +53,7 @@ def manifest_of(wf: Workflow) -> dict[str, Any]:
         "name": wf.name,
         "durability": wf.durability,
         "on_dangling": wf.on_dangling,
-        "nodes": [_node_manifest(n, x) for n, x in zip(wf.nodes, executors, strict=True)],
+        "nodes": [_node_manifest(wf, n, x) for n, x in zip(wf.nodes, executors, strict=True)],
         "edges": [_edge_manifest(e) for e in wf.edges],
         "reducers": dict(wf.reducers),
         "tools": {name: _tool_manifest(t) for name, t in wf.tools.items()},
@@ -65,7 +65,33 @@ def manifest_of(wf: Workflow) -> dict[str, Any]:
         manifest["llm"] = plain(wf.llm)
     if wf.asks:
         manifest["asks"] = plain(wf.asks)
+    if wf.retry is not None:
+        manifest["retry"] = plain(wf.retry)
     return manifest
+
+
+RETRY_DEFAULTS: dict[str, Any] = {
+    "max_attempts": 3,
+    "initial_s": 1,
+    "multiplier": 2,
+    "jitter": 0,
+    "non_retryable": [],
+}
+"""What a ``retry:`` policy leaves out (``max_s``: no cap)."""
+RETRY_KINDS = ("tool", "abstract")
+"""The nodes a policy applies to: tool nodes (and their Send tasks), LLM nodes."""
+
+
+def effective_retry(wf: Workflow, node: NodeDef) -> dict[str, Any] | None:
+    """The policy a node runs under, complete, or None: the node's ``retry:`` over the
+    workflow's over the defaults; ``retries: k`` alone keeps its meaning (k+1 attempts at
+    once), and so does a workflow without any ``retry:`` (no entry, the bytes of old)."""
+    if node.kind not in RETRY_KINDS:
+        return None
+    if node.retry is None and (node.retries or wf.retry is None):
+        return None
+    merged: dict[str, Any] = plain({**RETRY_DEFAULTS, **(wf.retry or {}), **(node.retry or {})})
+    return merged
 
 
 def _flow_json(flow: Any) -> Any:
@@ -98,7 +124,7 @@ def node_executor(wf: Workflow, node: NodeDef) -> NodeExecutor:
     return NodeExecutor("abstract", node.id, spec)
 
 
-def _node_manifest(node: NodeDef, executor: NodeExecutor) -> dict[str, Any]:
+def _node_manifest(wf: Workflow, node: NodeDef, executor: NodeExecutor) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "id": node.id,
         "kind": node.kind,
@@ -107,6 +133,9 @@ def _node_manifest(node: NodeDef, executor: NodeExecutor) -> dict[str, Any]:
     }
     if node.writes:
         entry["writes"] = list(node.writes)
+    retry = effective_retry(wf, node)
+    if retry is not None:
+        entry["retry"] = retry
     return entry
 
 

@@ -39,6 +39,7 @@ def workflow_from_pinned(manifest: Mapping[str, Any]) -> Workflow:
             asks=dict(pinned.get("asks") or {}),
             on_dangling=str(pinned.get("on_dangling") or "redeliver"),
             source=source,
+            retry=pinned.get("retry"),
         )
         rebuilt = workflow.to_manifest()
     except PlaitError as exc:
@@ -60,6 +61,7 @@ def _node(entry: Mapping[str, Any]) -> NodeDef:
     settings: dict[str, Any] = {
         "retries": int(entry.get("retries") or 0),
         "writes": tuple(entry.get("writes") or ()),
+        "retry": entry.get("retry"),
     }
     if kind == "tool":
         settings["tool"] = executor["name"]
