@@ -35,6 +35,7 @@ from plait.core.reducers import REDUCERS
 from plait.governance import Flow, check, flow_from_dict
 from plait.tools.python import PYTHON_SPEC
 from plait.workflow.located import Place, plain, show
+from plait.workflow.schedule_spec import file_schedule_problems
 
 if TYPE_CHECKING:
     from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow
@@ -214,7 +215,7 @@ BUDGET_RULES: dict[str, Rule] = {
 ASKS_RULES: dict[str, Rule] = {"ttl_s": _integer(1, MAX_SECONDS)}
 
 TOP_KEYS = ("name", "description", "durability", "nodes", "edges", "reducers", "tools",
-            "llm", "budgets", "asks", "on_dangling")  # fmt: skip
+            "llm", "budgets", "asks", "on_dangling", "schedules")  # fmt: skip
 NODE_KEYS = ("id", *NODE_RULES)
 EDGE_KEYS = ("from", "to", "when", "max_cycles")
 TOOL_KEYS = tuple(TOOL_RULES)
@@ -280,6 +281,8 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
         _judge_llm(j, wf.llm, wf.base_dir)
     j.fields(wf.budgets, BUDGET_RULES, "budgets", ("budgets",))
     j.fields(wf.asks, ASKS_RULES, "asks", ("asks",))
+    for place, message in file_schedule_problems(list(wf.schedules)):
+        j.add("E019", message, ("schedules", *place))
     for name, tool in wf.tools.items():
         _judge_tool(j, name, tool)
     if not wf.nodes:

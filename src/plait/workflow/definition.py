@@ -127,6 +127,8 @@ class Workflow:
     asks: Mapping[str, Any] = field(default_factory=dict)
     on_dangling: str = "redeliver"
     source: Path | None = None
+    schedules: tuple[Mapping[str, Any], ...] = ()
+    """``schedules:`` of the file: registered by ``plait schedule sync``, never pinned by a run."""
 
     # -- building ----------------------------------------------------------
 

@@ -209,6 +209,7 @@ class _Reader:
             asks=plain(self.section(doc, "asks", Mapping) or {}),
             on_dangling=doc.get("on_dangling") or "redeliver",
             source=self.source,
+            schedules=tuple(plain(self.section(doc, "schedules", list) or ())),
         )
 
     def nodes(self, items: list[Any]) -> tuple[NodeDef, ...]:
