@@ -15,7 +15,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 
 from plait.driver.defaults import default_db, default_principal
-from plait.server import commands, console, driving, errors, events, reading
+from plait.server import commands, console, driving, errors, events, reading, schedules
 from plait.server.auth import Access
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.server.paths import EncodedSegments
@@ -66,7 +66,7 @@ def create_app(
         max_body_bytes,
     )
     errors.install(app)
-    for module in (reading, commands, driving, events):  # each routes through ApiRoute
+    for module in (reading, commands, driving, events, schedules):  # each through ApiRoute
         app.include_router(module.router)
     app.include_router(console.router)
     app.add_middleware(EncodedSegments)
