@@ -234,3 +234,12 @@ def test_the_scheduled_run_carries_its_schedule_in_show_and_runs(
     assert run["schedule"] == {"name": "tick", "slot_ms": T0 + 60 * SECOND}
     forked = rt.fork_sync(run_id).to_json()
     assert "schedule" not in forked  # a fork is not a slot's run
+
+
+def test_with_overlap_skip_an_on_time_slot_makes_the_catch_up_run_needless(
+    db: str, clock: Clock, rt: Runtime
+) -> None:
+    add(rt, "tick", every="1s", catch_up="one", overlap="skip")
+    clock.set(T0 + 10 * SECOND + 500)  # slots 1..9 missed, 10 on time
+    drain(db, clock)
+    assert fired(rt, "tick") == [10 * SECOND]

@@ -9,7 +9,8 @@ Which slots a worker fires is ``plan_firing``'s rule, the one place catch-up liv
 a slot is *on time* while it is less than ``grace_ms`` old (its period, capped at one
 minute), and only the latest due slot can be; the others are *missed* (the store was
 unreachable, or no worker ran). ``catch_up: one`` fires the most recent missed slot,
-``none`` fires none of them; an on-time slot always fires.
+``none`` fires none of them; an on-time slot always fires. With ``overlap: skip`` a
+missed slot is caught up only when no slot is on time (the two runs would overlap).
 
 This module reads no clock and touches no store: times come in as arguments.
 """
@@ -282,7 +283,10 @@ def plan_firing(spec: ScheduleSpec, cursor_ms: int, now_ms: int) -> Firing:
     fire: list[int] = []
     on_time = now_ms - latest < grace_ms(spec, latest)
     last_missed = latest if not on_time else latest_slot(spec, latest - 1)
-    if last_missed >= cursor_ms and spec.catch_up == "one":
+    # With overlap: skip, an on-time run makes a catch-up run pointless: the two would
+    # overlap, and the on-time one is the newer.
+    catching_up = spec.catch_up == "one" and not (on_time and spec.overlap == "skip")
+    if last_missed >= cursor_ms and catching_up:
         fire.append(last_missed)
     if on_time:
         fire.append(latest)
