@@ -93,7 +93,7 @@ def test_every_second_under_three_competing_workers_fires_each_slot_exactly_once
         for step in range(1, slots + 1):
             # Found on time, at varying lateness within the slot's second.
             clock.set(T0 + step * SECOND + (step * 37) % 900)
-            wait_for(lambda: len(fired(rt, "tick")) >= step, f"slot {step} to fire", 60)
+            wait_for(lambda s=step: len(fired(rt, "tick")) >= s, f"slot {step} to fire", 60)
         runs = {slot_run_id("tick", T0 + k * SECOND) for k in range(1, slots + 1)}
         wait_for(
             lambda: all(rt.store.get_run(r).status == "completed" for r in runs),

@@ -95,7 +95,7 @@ def test_slots_that_came_while_the_store_was_away_are_caught_up_per_policy(
     try:
         clock.set(T0 + SECOND)
         wait_for(lambda: fired() == [1], "slot 1", 60)
-        wait_for(lambda: rt.store.get_run(f"tick@2027-01-15T08:00:01Z").status == "completed",
+        wait_for(lambda: rt.store.get_run("tick@2027-01-15T08:00:01Z").status == "completed",
                  "the first run", 60)  # fmt: skip
         go_away()
         try:
