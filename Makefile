@@ -53,6 +53,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/parked_runs.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/verify_versions.py
+	$(BIN)/python bench/schedules.py
 
 clean:
 	rm -rf $(VENV) .plait .pytest_cache .mypy_cache .ruff_cache

@@ -187,7 +187,10 @@ def test_an_empty_database_is_migrated(postgres: Any) -> None:
                     "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
                 ).fetchall()
             }
-        assert tables == {"schema_version", "runs", "manifests", "journal", "nodes", "leases"}
+        assert tables == {
+            "schema_version", "runs", "manifests", "journal", "nodes", "leases",
+            "schedules", "schedule_slots",
+        }  # fmt: skip
 
 
 def test_a_schema_newer_than_the_code_is_e020_worded_like_sqlite(postgres_url: str) -> None:

@@ -16,6 +16,7 @@ from plait.cli.inspect import runs, show, trace, verify
 from plait.cli.migrate import migrate
 from plait.cli.output import JsonUsageGroup
 from plait.cli.run import cancel, fork, resume, run
+from plait.cli.schedule import schedule_app
 from plait.cli.serve import serve
 from plait.cli.worker import gc, worker
 
@@ -55,6 +56,7 @@ app.command("migrate")(migrate)
 app.command("worker")(worker)
 app.command("gc")(gc)
 app.command("serve")(serve)
+app.add_typer(schedule_app, name="schedule")
 
 
 def main() -> None:

@@ -170,6 +170,7 @@ def _fork_manifest(
     }
     pinned.pop("mcp_catalogue", None)
     pinned.pop("migrated_from", None)  # the base's history, not the fork's
+    pinned.pop("schedule", None)  # a fork is made by a person, not by the base's schedule
     if catalogue:
         pinned["mcp_catalogue"] = catalogue
     if budgets:

@@ -7,6 +7,7 @@ and fork never depend on the workflow file as it is later.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,14 +46,21 @@ async def create_run(
     run_id: str | None,
     parent: str | None,
     status: str,
+    *,
+    write: Callable[[RunInfo, dict[str, Any]], None] | None = None,
+    now: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Created:
     """Pin and write a new run with ``status`` (``running`` to drive it here, ``queued``
-    for a worker). Nothing is written when a check refuses it."""
+    for a worker). Nothing is written when a check refuses it. ``write`` stores the run
+    instead of ``Store.create_run`` (a schedule's slot, in the same transaction), ``now``
+    is its start time instead of the clock's (the slot's); ``extra`` joins the manifest
+    (``schedule``)."""
     check_model(definition, host.model, driven=status == "running")
     # What its MCP servers offer, pinned (§4).
     definition, catalogue = await host.definitions.with_catalogue(definition)
     run_id = run_id or new_run_id()
-    now = host.clock()
+    now = host.clock() if now is None else now
     manifest: dict[str, Any] = {
         "engine_epoch": ENGINE_EPOCH,
         "run_id": run_id,
@@ -63,10 +71,11 @@ async def create_run(
     }
     if catalogue:
         manifest["mcp_catalogue"] = catalogue
+    manifest.update(extra or {})
     manifest["tool_schemas"] = definition.tool_schemas  # verify needs no tool module
     sources = definition.tool_sources()  # tool code is live: what the run started with
     if sources:  # (show warns when one changed since)
         manifest["tool_sources"] = sources
     info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
-    host.store.create_run(info, manifest)
+    (write or host.store.create_run)(info, manifest)
     return Created(run_id, definition, now, manifest)

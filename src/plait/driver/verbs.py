@@ -16,6 +16,7 @@ from plait.core.errors import PlaitError
 from plait.driver.runtime import Runtime
 from plait.driver.verify import verify_with
 from plait.driver.wave import RunResult
+from plait.store.base import ScheduleStore
 from plait.store.records import RUN_STATUSES
 from plait.workflow.checks import MAX_INTEGER
 from plait.workflow.manifest import half_up
@@ -105,6 +106,10 @@ def check_run_status(status: str | None, *, option: str = "--status") -> None:
 def runs_object(rt: Runtime, status: str | None, *, option: str = "--status") -> dict[str, Any]:
     """``plait runs``: ``{"runs": [...]}`` newest first, optionally of one status."""
     check_run_status(status, option=option)
+    store = rt.store
+    slots = {}  # a scheduled run names its schedule and slot
+    if isinstance(store, ScheduleStore):
+        slots = {run: {"name": name, "slot_ms": slot} for name, slot, run in store.schedule_slots()}
     return {
         "runs": [
             {
@@ -115,7 +120,8 @@ def runs_object(rt: Runtime, status: str | None, *, option: str = "--status") ->
                 "created_ms": i.created_ms,
                 "updated_ms": i.updated_ms,
             }
-            for i in rt.store.list_runs(status)
+            | ({"schedule": slots[i.run_id]} if i.run_id in slots else {})
+            for i in store.list_runs(status)
         ]
     }
 

@@ -88,11 +88,15 @@ class RunResult:
     """The plan the run is pinned to, by meaning (``workflow.plan_hash``)."""
     migrated_from: list[str] = field(default_factory=list)
     """The versions (``plan_hash``) it lived on before, oldest first (``plait migrate``)."""
+    schedule: dict[str, Any] | None = None
+    """``{"name", "slot_ms"}`` for a run a schedule started (``plait schedule``)."""
 
     def on_version(self, manifest: dict[str, Any]) -> RunResult:
-        """This result naming the version ``manifest`` pins and the ones it migrated from."""
+        """This result naming the version ``manifest`` pins and the ones it migrated from
+        (and the schedule slot that started it)."""
         self.plan_hash = plan_hash(manifest["workflow"])
         self.migrated_from = list(manifest.get("migrated_from", ()))
+        self.schedule = manifest.get("schedule")
         return self
 
     @staticmethod
@@ -131,7 +135,8 @@ class RunResult:
     def _versions(self) -> dict[str, Any]:
         """``plan_hash`` once known, and ``migrated_from`` for a run that was migrated."""
         out: dict[str, Any] = {} if self.plan_hash is None else {"plan_hash": self.plan_hash}
-        return out | ({"migrated_from": self.migrated_from} if self.migrated_from else {})
+        out |= {"migrated_from": self.migrated_from} if self.migrated_from else {}
+        return out | ({"schedule": self.schedule} if self.schedule is not None else {})
 
 
 def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:

@@ -29,6 +29,11 @@
   respond, cancel and raise-budget notify), so an idle worker claims new work at once;
   every ``poll_ms`` it claims anyway (timers, expired leases, a lost notification).
   SQLite has no notifications: workers on a file poll.
+- **Schedules.** Before claiming, the loop starts the runs of due schedule slots
+  (``scheduling.fire_due``: a slot's run and its slot row in one transaction, so one
+  run per slot however many workers look), when the earliest next slot has come and at
+  least every ``poll_ms``; it sleeps no longer than until that slot. The runs are
+  queued, so the claim that follows drives them.
 - **Stopping.** ``stop()`` (SIGTERM) stops claiming; the drives in flight go on until
   their runs finish or park (a drive is not interrupted between waves: stopping there
   would leave intents committed but not dispatched, which the next driver would have to
@@ -69,7 +74,8 @@ from plait.core.errors import PlaitError
 from plait.driver.defaults import lease_ttl
 from plait.driver.owner import owner_alive, this_process
 from plait.driver.runtime import Runtime
-from plait.store.base import Listener, WorkStore
+from plait.driver.scheduling import fire_due
+from plait.store.base import Listener, ScheduleStore, WorkStore
 from plait.store.records import LeaseOwner
 from plait.workflow.run_definition import Definitions
 
@@ -163,6 +169,8 @@ class Worker:
         self._failures: dict[str, tuple[int, float]] = {}  # run id -> (count, retry at)
         self._lost: set[tuple[str, int]] = set()
         self._listening: Listener | None = None  # the listener thread's current connection
+        self._next_slot_ms: int | None = None  # the earliest next schedule slot seen
+        self._schedules_at = -math.inf  # when (monotonic) schedules were last looked at
 
     # --- control ---
 
@@ -207,6 +215,7 @@ class Worker:
                 else:
                     try:
                         self.runtime.host.retry_releases()  # leases a storage outage kept
+                        self._fire_schedules()
                         claimed = self._claim(pool)
                     except PlaitError as exc:
                         if self.once or exc.code != "E020":
@@ -223,7 +232,9 @@ class Worker:
                 if time.monotonic() - renewed_at >= self.ttl_ms / 3000:
                     self._renew()
                     renewed_at = time.monotonic()
-                self._wakeup.wait(min(self.poll_s, max(self.ttl_ms / 3000, 0.05)))
+                self._wakeup.wait(
+                    min(self.poll_s, max(self.ttl_ms / 3000, 0.05), self._until_slot())
+                )
         finally:
             pool.shutdown(wait=True)
             self._reap()
@@ -238,6 +249,29 @@ class Worker:
             if listener is not None:
                 listener.close()
         return self.report
+
+    def _fire_schedules(self) -> None:
+        """Start the runs of due schedule slots (``scheduling.fire_due``) when the earliest
+        next slot has come, and at least every poll (a schedule added meanwhile)."""
+        if not isinstance(self.store, ScheduleStore):
+            return
+        now = self.runtime.clock()
+        due = self._next_slot_ms is not None and self._next_slot_ms <= now
+        if not due and time.monotonic() - self._schedules_at < self.poll_s:
+            return
+        try:
+            self._next_slot_ms = fire_due(self.runtime, self._log)
+        except PlaitError as exc:
+            if exc.code == "E020":
+                raise
+            self._log(f"cannot fire schedules: {exc}")  # a schedule deleted meanwhile, say
+        self._schedules_at = time.monotonic()
+
+    def _until_slot(self) -> float:
+        """Seconds until the earliest next schedule slot (the loop wakes for it)."""
+        if self._next_slot_ms is None:
+            return math.inf
+        return max((self._next_slot_ms - self.runtime.clock()) / 1000, 0.0)
 
     def _claim(self, pool: ThreadPoolExecutor) -> list[_Claim]:
         # A huge --concurrency claims in batches (a store's LIMIT is a 64-bit integer).

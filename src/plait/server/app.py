@@ -18,7 +18,7 @@ from fastapi import FastAPI
 
 from plait.driver.defaults import default_db, default_principal
 from plait.driver.worker import DEFAULT_POLL_MS
-from plait.server import commands, console, driving, errors, events, reading
+from plait.server import commands, console, driving, errors, events, reading, schedules
 from plait.server.auth import Access
 from plait.server.drivers import DEFAULT_CONCURRENCY, ServerDrivers, log_to_stderr
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
@@ -98,7 +98,7 @@ def create_app(
         drivers,
     )
     errors.install(app)
-    for module in (reading, commands, driving, events):  # each routes through ApiRoute
+    for module in (reading, commands, driving, events, schedules):  # each through ApiRoute
         app.include_router(module.router)
     app.include_router(console.router)
     app.add_middleware(EncodedSegments)

@@ -18,7 +18,15 @@ from typing import Protocol, runtime_checkable
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
+from plait.store.records import (
+    CheckpointMeta,
+    Journal,
+    LeaseOwner,
+    Record,
+    RunInfo,
+    ScheduleRow,
+    Write,
+)
 
 
 @runtime_checkable
@@ -197,6 +205,66 @@ class WorkStore(Store, Protocol):
         one transaction; the content-addressed nodes stay (see
         ``plait.driver.worker.collect_garbage``).
         """
+        ...
+
+
+@runtime_checkable
+class ScheduleStore(Protocol):
+    """Schedules (``plait schedule``) and the slots workers fire (``store/schedules.py``)."""
+
+    def put_schedule(self, row: ScheduleRow, *, replace: bool = False) -> bool:
+        """Add a schedule (True), or with ``replace`` change an existing one's spec and
+        next slot (False); PLAIT-E016 when the name is taken and ``replace`` is not set."""
+        ...
+
+    def get_schedule(self, name: str) -> ScheduleRow:
+        """The schedule; PLAIT-E017 for an unknown name."""
+        ...
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        """Every schedule, by name."""
+        ...
+
+    def pause_schedule(self, name: str, paused: bool, next_ms: int | None, now_ms: int) -> None:
+        """Pause it, or resume it from ``next_ms``; PLAIT-E017 for an unknown name."""
+        ...
+
+    def delete_schedule(self, name: str) -> None:
+        """Delete it and its slot rows (its runs stay); PLAIT-E017 for an unknown name."""
+        ...
+
+    def due_schedules(self, now_ms: int) -> tuple[list[ScheduleRow], int | None]:
+        """Schedules not paused whose next slot is at or before ``now_ms``, and the
+        earliest next slot of the others (None when there is none)."""
+        ...
+
+    def advance_schedule(
+        self, name: str, cursor_ms: int, next_ms: int, error: str | None, now_ms: int
+    ) -> bool:
+        """Move the schedule's next slot from ``cursor_ms`` to ``next_ms`` unless someone
+        moved it meanwhile (False); ``error`` is kept as its last error."""
+        ...
+
+    def fire_slot(
+        self,
+        name: str,
+        slot_ms: int,
+        next_ms: int,
+        *,
+        overlap_skip: bool,
+        info: RunInfo,
+        manifest: JSON,
+        now_ms: int,
+    ) -> str:
+        """In ONE transaction: unless the schedule's next slot is past ``slot_ms`` (or it
+        is paused or gone: ``TAKEN``) or, with ``overlap_skip``, its last run is not
+        finished (``OVERLAPPED``, the slot passed over), insert the slot row, the run
+        ``info`` with its ``manifest``, and move the next slot to ``next_ms`` (``FIRED``).
+        A run id that exists already is PLAIT-E016 with nothing written."""
+        ...
+
+    def schedule_slots(self, name: str | None = None) -> list[tuple[str, int, str]]:
+        """Fired slots (schedule, slot_ms, run_id), of one schedule or all."""
         ...
 
 

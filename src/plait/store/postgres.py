@@ -42,15 +42,26 @@ from psycopg.conninfo import conninfo_to_dict
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, sql
-from plait.store.base import WorkStore, never_dead, unknown_run
+from plait.store import claims, schedules, sql
+from plait.store.base import ScheduleStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher
 from plait.store.pg_commit import COMMIT, commit_params
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
 from plait.store.pg_pool import Connection, Pool, PoolError
 from plait.store.postgres_schema import migrate
-from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
+from plait.store.records import (
+    FIRED,
+    OVERLAPPED,
+    TAKEN,
+    CheckpointMeta,
+    Journal,
+    LeaseOwner,
+    Record,
+    RunInfo,
+    ScheduleRow,
+    Write,
+)
 from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
 from plait.store.sql import POSTGRES
 
@@ -345,6 +356,89 @@ class PostgresStore:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
         return doomed
 
+    # --- schedules (store/schedules.py) ---
+
+    def put_schedule(self, row: ScheduleRow, *, replace: bool = False) -> bool:
+        with self._connection(f"writing schedule '{row.name}'") as conn, conn.transaction():
+            if schedules.get(conn, POSTGRES, row.name, lock=True) is None:
+                schedules.insert(conn, POSTGRES, row)
+                return True
+            if not replace:
+                raise PlaitError("E016", f"schedule '{row.name}' already exists")
+            schedules.replace_spec(conn, POSTGRES, row)
+            return False
+
+    def get_schedule(self, name: str) -> ScheduleRow:
+        with self._connection(f"reading schedule '{name}'") as conn:
+            row = schedules.get(conn, POSTGRES, name)
+        if row is None:
+            raise schedules.unknown_schedule(name)
+        return row
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        with self._connection("listing schedules") as conn:
+            return schedules.all_rows(conn)
+
+    def pause_schedule(self, name: str, paused: bool, next_ms: int | None, now_ms: int) -> None:
+        with self._connection(f"writing schedule '{name}'") as conn, conn.transaction():
+            if schedules.get(conn, POSTGRES, name, lock=True) is None:
+                raise schedules.unknown_schedule(name)
+            schedules.set_paused(conn, POSTGRES, name, paused, next_ms, now_ms)
+
+    def delete_schedule(self, name: str) -> None:
+        with self._connection(f"deleting schedule '{name}'") as conn, conn.transaction():
+            if schedules.get(conn, POSTGRES, name, lock=True) is None:
+                raise schedules.unknown_schedule(name)
+            schedules.delete(conn, POSTGRES, name)
+
+    def due_schedules(self, now_ms: int) -> tuple[list[ScheduleRow], int | None]:
+        with self._connection("reading due schedules") as conn:
+            return schedules.due(conn, POSTGRES, now_ms)
+
+    def advance_schedule(
+        self, name: str, cursor_ms: int, next_ms: int, error: str | None, now_ms: int
+    ) -> bool:
+        with self._connection(f"writing schedule '{name}'") as conn:
+            return schedules.advance(conn, POSTGRES, name, cursor_ms, next_ms, error, now_ms)
+
+    def fire_slot(
+        self,
+        name: str,
+        slot_ms: int,
+        next_ms: int,
+        *,
+        overlap_skip: bool,
+        info: RunInfo,
+        manifest: JSON,
+        now_ms: int,
+    ) -> str:
+        """``ScheduleStore.fire_slot`` in one transaction holding the schedule row's lock:
+        concurrent workers firing the same slot wait for each other, and the later one
+        finds the cursor moved on."""
+        nodes: dict[str, bytes] = {}
+        payload = self._nodes.encoder(nodes)(manifest)
+        what = f"firing schedule '{name}'"
+        with self._connection(what) as conn, conn.transaction():
+            row = schedules.get(conn, POSTGRES, name, lock=True)
+            if row is None or row.paused or row.next_ms > slot_ms:
+                return TAKEN
+            if overlap_skip and schedules.previous_unfinished(conn, POSTGRES, row.last_run_id):
+                schedules.fired(conn, POSTGRES, name, slot_ms, next_ms, None, now_ms)
+                return OVERLAPPED
+            if not schedules.insert_slot(conn, POSTGRES, name, slot_ms, info.run_id):
+                return TAKEN
+            if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
+                raise PlaitError("E016", f"run id '{info.run_id}' already exists")
+            conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
+            self._insert_nodes(conn, info.run_id, nodes)
+            schedules.fired(conn, POSTGRES, name, slot_ms, next_ms, info.run_id, now_ms)
+        self._nodes.remember(nodes)
+        return FIRED
+
+    def schedule_slots(self, name: str | None = None) -> list[tuple[str, int, str]]:
+        with self._connection("reading schedule slots") as conn:
+            return schedules.slots(conn, POSTGRES, name)
+
     # --- the journal ---
 
     def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
@@ -564,3 +658,4 @@ def _describe(url: str) -> tuple[str, str]:
 
 
 _CONFORMS: type[WorkStore] = PostgresStore  # mypy checks the whole contract here
+_SCHEDULES: type[ScheduleStore] = PostgresStore

@@ -10,7 +10,7 @@ payloads are opaque JSON the store never interprets.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey
@@ -205,3 +205,25 @@ class Journal:
         ]
         merged.sort(key=lambda item: item.seq)
         return merged
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One schedule as stored: its spec (canonical JSON, ``workflow.schedule_spec``), whether
+    it is paused, its next slot, and what its last slot did."""
+
+    name: str
+    spec: dict[str, Any]
+    paused: bool
+    next_ms: int
+    created_ms: int
+    updated_ms: int
+    last_slot_ms: int | None = None
+    last_run_id: str | None = None
+    last_error: str | None = None
+
+
+FIRED, TAKEN, OVERLAPPED = "fired", "taken", "overlap"
+"""What ``fire_slot`` did with a slot: started its run; found it taken (another worker
+fired it, or moved the schedule past it, paused or deleted it); skipped it because the
+schedule's previous run is not finished (``overlap: skip``)."""

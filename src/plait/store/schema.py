@@ -9,7 +9,7 @@ dialect (migrations 4 and 5 tune SQLite's write path and have none for PostgreSQ
 
 A database records in ``schema_version`` the number of the last migration it has had;
 a dialect's version is the number of its last migration with statements, so PostgreSQL
-is at 3 and SQLite at 5, as their databases have always recorded. The runners
+was at 3 and SQLite at 5 until migration 6 (schedules), which both have. The runners
 (``sqlite_schema.py``, ``postgres_schema.py``) apply the missing ones at open, the
 dialect's own way. Never edit or reorder a migration that has shipped: append a new one
 (SQLite keeps each CREATE statement's text in its catalog, so even whitespace counts).
@@ -176,6 +176,30 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
             WHERE item = 'record' AND record_kind <> 'feed'""",
     ), only="sqlite"),
+    # 6: schedules (docs/operating.md "Schedules"). next_ms is the schedule's next slot,
+    # the cursor every worker moves forward; a slot row is written in the same
+    # transaction as its run, so (schedule, slot_ms) is fired exactly once.
+    Migration((
+        """CREATE TABLE schedules (
+            name TEXT PRIMARY KEY,
+            spec TEXT NOT NULL,
+            paused {int} NOT NULL DEFAULT 0,
+            next_ms {int} NOT NULL,
+            last_slot_ms {int},
+            last_run_id TEXT,
+            last_error TEXT,
+            created_ms {int} NOT NULL,
+            updated_ms {int} NOT NULL
+        )""",
+        "CREATE INDEX schedules_due ON schedules (next_ms) WHERE paused = 0",
+        """CREATE TABLE schedule_slots (
+            schedule TEXT NOT NULL,
+            slot_ms {int} NOT NULL,
+            run_id TEXT NOT NULL,
+            PRIMARY KEY (schedule, slot_ms)
+        ){rowid}""",
+        "CREATE INDEX schedule_slots_by_run ON schedule_slots (run_id)",
+    )),
 )  # fmt: skip
 
 

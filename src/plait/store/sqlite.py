@@ -26,11 +26,22 @@ from urllib.parse import quote
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, sql
-from plait.store.base import Listener, WorkStore, never_dead, unknown_run
+from plait.store import claims, schedules, sql
+from plait.store.base import Listener, ScheduleStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over
 from plait.store.node_reads import NodeFetcher
-from plait.store.records import CheckpointMeta, Journal, LeaseOwner, Record, RunInfo, Write
+from plait.store.records import (
+    FIRED,
+    OVERLAPPED,
+    TAKEN,
+    CheckpointMeta,
+    Journal,
+    LeaseOwner,
+    Record,
+    RunInfo,
+    ScheduleRow,
+    Write,
+)
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
 from plait.store.sql import SQLITE
 from plait.store.sqlite_schema import migrate
@@ -120,16 +131,21 @@ class SqliteStore:
             nodes: dict[str, bytes] = {}
             payload = self._nodes.encoder(nodes)(manifest)
             with self._write() as conn:
-                if sql.run_exists(conn, SQLITE, info.run_id):
-                    raise PlaitError("E016", f"run id '{info.run_id}' already exists")
-                conn.execute(
-                    f"INSERT INTO runs ({_RUN_COLUMNS}, last_seq)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                    run_row(info),
-                )
-                conn.execute(sql.INSERT_MANIFEST, (info.run_id, 0, payload))
-                self._insert_nodes(conn, info.run_id, nodes)
+                self._insert_run(conn, info, payload, nodes)
             self._nodes.remember(nodes)
+
+    def _insert_run(
+        self, conn: sqlite3.Connection, info: RunInfo, payload: str, nodes: dict[str, bytes]
+    ) -> None:
+        """A new run's row, original manifest and nodes; PLAIT-E016 if the id is taken."""
+        if sql.run_exists(conn, SQLITE, info.run_id):
+            raise PlaitError("E016", f"run id '{info.run_id}' already exists")
+        conn.execute(
+            f"INSERT INTO runs ({_RUN_COLUMNS}, last_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+            run_row(info),
+        )
+        conn.execute(sql.INSERT_MANIFEST, (info.run_id, 0, payload))
+        self._insert_nodes(conn, info.run_id, nodes)
 
     def get_run(self, run_id: str) -> RunInfo:
         with self._lock, self._read() as conn:
@@ -245,6 +261,84 @@ class SqliteStore:
                     f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
                 )
         return doomed
+
+    # --- schedules (store/schedules.py) ---
+
+    def put_schedule(self, row: ScheduleRow, *, replace: bool = False) -> bool:
+        with self._lock, self._write() as conn:
+            if schedules.get(conn, SQLITE, row.name) is None:
+                schedules.insert(conn, SQLITE, row)
+                return True
+            if not replace:
+                raise PlaitError("E016", f"schedule '{row.name}' already exists")
+            schedules.replace_spec(conn, SQLITE, row)
+            return False
+
+    def get_schedule(self, name: str) -> ScheduleRow:
+        with self._lock, self._read() as conn:
+            row = schedules.get(conn, SQLITE, name)
+        if row is None:
+            raise schedules.unknown_schedule(name)
+        return row
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        with self._lock, self._read() as conn:
+            return schedules.all_rows(conn)
+
+    def pause_schedule(self, name: str, paused: bool, next_ms: int | None, now_ms: int) -> None:
+        with self._lock, self._write() as conn:
+            if schedules.get(conn, SQLITE, name) is None:
+                raise schedules.unknown_schedule(name)
+            schedules.set_paused(conn, SQLITE, name, paused, next_ms, now_ms)
+
+    def delete_schedule(self, name: str) -> None:
+        with self._lock, self._write() as conn:
+            if schedules.get(conn, SQLITE, name) is None:
+                raise schedules.unknown_schedule(name)
+            schedules.delete(conn, SQLITE, name)
+
+    def due_schedules(self, now_ms: int) -> tuple[list[ScheduleRow], int | None]:
+        with self._lock, self._read() as conn:
+            return schedules.due(conn, SQLITE, now_ms)
+
+    def advance_schedule(
+        self, name: str, cursor_ms: int, next_ms: int, error: str | None, now_ms: int
+    ) -> bool:
+        with self._lock, self._write() as conn:
+            return schedules.advance(conn, SQLITE, name, cursor_ms, next_ms, error, now_ms)
+
+    def fire_slot(
+        self,
+        name: str,
+        slot_ms: int,
+        next_ms: int,
+        *,
+        overlap_skip: bool,
+        info: RunInfo,
+        manifest: JSON,
+        now_ms: int,
+    ) -> str:
+        """``ScheduleStore.fire_slot`` in one ``BEGIN IMMEDIATE`` transaction."""
+        with self._lock:
+            nodes: dict[str, bytes] = {}
+            payload = self._nodes.encoder(nodes)(manifest)
+            with self._write() as conn:
+                row = schedules.get(conn, SQLITE, name)
+                if row is None or row.paused or row.next_ms > slot_ms:
+                    return TAKEN
+                if overlap_skip and schedules.previous_unfinished(conn, SQLITE, row.last_run_id):
+                    schedules.fired(conn, SQLITE, name, slot_ms, next_ms, None, now_ms)
+                    return OVERLAPPED
+                if not schedules.insert_slot(conn, SQLITE, name, slot_ms, info.run_id):
+                    return TAKEN
+                self._insert_run(conn, info, payload, nodes)
+                schedules.fired(conn, SQLITE, name, slot_ms, next_ms, info.run_id, now_ms)
+            self._nodes.remember(nodes)
+            return FIRED
+
+    def schedule_slots(self, name: str | None = None) -> list[tuple[str, int, str]]:
+        with self._lock, self._read() as conn:
+            return schedules.slots(conn, SQLITE, name)
 
     # --- the journal ---
 
@@ -478,3 +572,4 @@ def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any
 
 
 _CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here
+_SCHEDULES: type[ScheduleStore] = SqliteStore

@@ -35,6 +35,7 @@ from plait.core.reducers import REDUCERS
 from plait.governance import Flow, check, flow_from_dict
 from plait.tools.python import PYTHON_SPEC
 from plait.workflow.located import Place, plain, show
+from plait.workflow.schedule_spec import file_schedule_problems
 
 if TYPE_CHECKING:
     from plait.workflow.definition import EdgeDef, NodeDef, ToolDef, Workflow
@@ -233,7 +234,7 @@ RETRY_RULES: dict[str, Rule] = {
 """A retry policy (``retry:`` at the top level or on a node; docs/workflow-files.md)."""
 
 TOP_KEYS = ("name", "description", "durability", "nodes", "edges", "reducers", "tools",
-            "llm", "budgets", "asks", "on_dangling", "retry")  # fmt: skip
+            "llm", "budgets", "asks", "on_dangling", "retry", "schedules")  # fmt: skip
 NODE_KEYS = ("id", *NODE_RULES)
 EDGE_KEYS = ("from", "to", "when", "max_cycles")
 TOOL_KEYS = tuple(TOOL_RULES)
@@ -301,6 +302,8 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
     j.fields(wf.asks, ASKS_RULES, "asks", ("asks",))
     if wf.retry is not None:
         _judge_retry(j, wf.retry, "retry", ("retry",))
+    for place, message in file_schedule_problems(list(wf.schedules)):
+        j.add("E019", message, ("schedules", *place))
     for name, tool in wf.tools.items():
         _judge_tool(j, name, tool)
     if not wf.nodes:

@@ -131,6 +131,8 @@ class Workflow:
     source: Path | None = None
     retry: Mapping[str, Any] | None = None
     """The default retry policy of tool and abstract nodes (a node's own ``retry:`` wins)."""
+    schedules: tuple[Mapping[str, Any], ...] = ()
+    """``schedules:`` of the file: registered by ``plait schedule sync``, never pinned by a run."""
 
     # -- building ----------------------------------------------------------
 

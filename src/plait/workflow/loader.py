@@ -210,6 +210,7 @@ class _Reader:
             on_dangling=doc.get("on_dangling") or "redeliver",
             source=self.source,
             retry=plain(doc["retry"]) if doc.get("retry") is not None else None,
+            schedules=tuple(plain(self.section(doc, "schedules", list) or ())),
         )
 
     def nodes(self, items: list[Any]) -> tuple[NodeDef, ...]:

@@ -179,16 +179,23 @@ class Definitions:
         source = manifest.get("source")
         if not source or self._files is None:
             return None
-        model = pinned_model(manifest)
+        try:
+            return self.load_file(Path(source), pinned_model(manifest))
+        except OSError:
+            return None
+
+    def load_file(self, path: Path, model: str | None = None) -> Workflow:
+        """The workflow file as last loaded, unless it changed since (a schedule's file,
+        loaded for every slot); OSError when it cannot be read, its load errors."""
+        if self._files is None:
+            with self._lock:
+                return load_workflow(path, model)
         with self._lock:
-            try:
-                stat = os.stat(source)
-            except OSError:
-                return None
-            key = (str(source), model, stat.st_mtime_ns, stat.st_size)
+            stat = os.stat(path)
+            key = (str(path), model, stat.st_mtime_ns, stat.st_size)
             workflow = self._files.get(key)
             if workflow is None:
-                workflow = load_workflow(Path(source), model)
+                workflow = load_workflow(path, model)
                 self._files = {k: v for k, v in self._files.items() if k[0] != key[0]}
                 self._files[key] = workflow
             return workflow
