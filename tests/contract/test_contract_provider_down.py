@@ -128,7 +128,7 @@ def test_a_refused_connection_fails_the_turn_once_naming_the_provider(cli: Cli):
     assert_names_the_endpoint(done.data["outcome"]["detail"], base_url)
     failure = failed_turn(cli, "r1")
     assert failure["cause"] == "ProviderError"
-    assert "APIConnectionError" in failure["detail"]
+    assert "APIConnectionError: Connection error. (ConnectionRefusedError: " in failure["detail"]
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])
@@ -202,13 +202,17 @@ def test_fallback_over_a_refused_connection_and_every_model_failing(cli: Cli, se
     assert also_down.requests == 1
 
 
-def test_a_run_without_fallback_journals_no_spec(cli: Cli, serve: Any):
-    up = serve(200)
+def test_the_spec_is_journaled_only_under_fallback(cli: Cli, serve: Any):
+    up, spare = serve(200), serve(200)
+    cli.run(workflow(cli, up.spec), "plain", env=KEY)
+    cli.run(workflow(cli, up.spec, fallback=[spare.spec]), "guarded", env=KEY)
 
-    cli.run(workflow(cli, up.spec), "r1", env=KEY)
+    (plain,) = cli("trace", "plain").data["entries"]
+    (guarded,) = cli("trace", "guarded").data["entries"]
 
-    (turn,) = cli("trace", "r1").data["entries"]
-    assert "spec" not in turn["result"] and "fallbacks" not in turn["result"]
+    assert "spec" not in plain["result"]  # a run without fallback keeps its journal bytes
+    assert guarded["result"]["spec"] == up.spec and "fallbacks" not in guarded["result"]
+    assert (up.requests, spare.requests) == (2, 0)
 
 
 @pytest.mark.parametrize(
@@ -242,4 +246,18 @@ def test_check_refuses_a_fallback_that_is_not_a_list_of_specs(cli: Cli):
     done = cli.raw("check", cli.flow("w.yaml"), "--json")
 
     assert done.code == "PLAIT-E019", done
-    assert "fallback" in done.data["error"]["message"]
+    assert done.data["error"]["message"] == (
+        'llm: fallback must be a non-empty list of strings, got "openai:gpt-4o"'
+    )
+
+
+def test_a_fallback_without_its_api_key_is_refused_before_the_run(cli: Cli, serve: Any):
+    up = serve(200)
+
+    done = cli.run(
+        workflow(cli, up.spec, fallback=["openai:gpt-4o-mini"]), "r1", env={"OPENAI_API_KEY": None}
+    )
+
+    assert done.exit_code == 2 and done.code == "PLAIT-E006", done
+    assert "openai:gpt-4o-mini" in done.data["error"]["message"]
+    assert up.requests == 0 and cli.run_ids() == []

@@ -396,3 +396,15 @@ def test_the_files_llm_timeout_and_retries_reach_the_sdk(tmp_path):
     assert isinstance(model, OpenAIModel)
     sdk = model._sdk()
     assert (sdk.timeout, sdk.max_retries) == (7.5, 0)
+
+
+def test_an_unknown_host_names_the_endpoint_and_what_the_resolver_said(router, turn):
+    router.post(URL).mock(side_effect=httpx.ConnectError("[Errno -2] Name or service not known"))
+
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "ProviderError"
+    assert failed.detail == (
+        "provider openai at https://api.openai.com/v1, model 'gpt-4o-mini': APIConnectionError:"
+        " Connection error. (ConnectError: [Errno -2] Name or service not known)"
+    )

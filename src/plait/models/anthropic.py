@@ -173,7 +173,10 @@ def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
         return ModelError("ContextTooLong", detail)
     if isinstance(exc, anthropic.APIStatusError | anthropic.APIConnectionError):  # timeouts too
         provider, base_url, model = endpoint
-        return provider_failure(exc, provider=provider, base_url=base_url, model=model)
+        connection = isinstance(exc, anthropic.APIConnectionError)
+        return provider_failure(
+            exc, provider=provider, base_url=base_url, model=model, connection=connection
+        )
     if isinstance(exc, anthropic.APIError):
         return ModelError("ExecutorError", detail)
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not

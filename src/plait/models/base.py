@@ -36,19 +36,34 @@ is for a provider that enforces the response schema itself and refused the answe
 ProviderError for a provider that did not answer once its SDK's retries were spent."""
 
 
-def provider_failure(exc: Exception, *, provider: str, base_url: str, model: str) -> ModelError:
+def provider_failure(
+    exc: Exception, *, provider: str, base_url: str, model: str, connection: bool = False
+) -> ModelError:
     """A provider's failure as the turn's ``ProviderError``, naming provider, base URL and model.
 
     Whoever reads a failed run must see which endpoint was down without opening the
-    workflow file; the SDK's own message (and, for a connection that never opened, what
-    the socket said: refused, unknown host, TLS) follows.
+    workflow file; the SDK's own message follows and, for a ``connection`` that never
+    answered, what the socket said at the bottom of the chain (refused, unknown host, TLS,
+    timed out) — the SDK says only "Connection error.".
     """
     detail = f"{type(exc).__name__}: {exc}"
-    reason = exc.__cause__ or exc.__context__
-    if reason is not None and str(reason) and str(reason) not in detail:
+    reason = _socket_reason(exc) if connection else None
+    if reason is not None:
         detail += f" ({type(reason).__name__}: {reason})"
     where = f"provider {provider} at {base_url.rstrip('/')}, model '{model}'"
     return ModelError("ProviderError", f"{where}: {detail}")
+
+
+def _socket_reason(exc: BaseException) -> BaseException | None:
+    """The deepest ``OSError`` under ``exc`` (refused, unknown host, TLS), else its cause."""
+    found, below = None, exc.__cause__ or exc.__context__
+    for _ in range(16):  # the chain is short; the bound is against a cycle
+        if below is None:
+            break
+        if isinstance(below, OSError):
+            found = below
+        below = below.__cause__ or below.__context__
+    return found or exc.__cause__
 
 
 @dataclass(frozen=True)

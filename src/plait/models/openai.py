@@ -215,7 +215,10 @@ def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
         return ModelError("ContextTooLong", detail)
     if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):  # timeouts too
         provider, base_url, model = endpoint
-        return provider_failure(exc, provider=provider, base_url=base_url, model=model)
+        connection = isinstance(exc, openai.APIConnectionError)
+        return provider_failure(
+            exc, provider=provider, base_url=base_url, model=model, connection=connection
+        )
     if isinstance(exc, openai.APIError):
         return ModelError("ExecutorError", detail)
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not
