@@ -26,6 +26,7 @@ def free_port() -> int:
 
 
 def test_sigterm_stops_the_server_while_a_stream_follows_a_queued_run(tmp_path: Path):
+    # --workers 0: an API-only server, so the queued run stays queued for a worker.
     shutil.copy(FLOWS / "question.yaml", tmp_path)
     for name in [p.name for p in FLOWS.iterdir() if p.suffix == ".py"]:
         shutil.copy(FLOWS / name, tmp_path)
@@ -44,7 +45,7 @@ def test_sigterm_stops_the_server_while_a_stream_follows_a_queued_run(tmp_path: 
     log = tmp_path / "serve.log"
     with open(log, "w") as err:
         server = subprocess.Popen(
-            [PLAIT, "serve", "--port", str(port), "--db", db, "--token", TOKEN],
+            [PLAIT, "serve", "--port", str(port), "--db", db, "--token", TOKEN, "--workers", "0"],
             cwd=tmp_path,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -20,7 +20,9 @@ from plait.cli.common import AsOption, DbOption, JsonOption
 from plait.cli.output import EXIT_REFUSED, Output
 from plait.core.errors import PlaitError
 from plait.driver.defaults import default_db
+from plait.driver.worker import DEFAULT_POLL_MS
 from plait.server.auth import TOKEN_ENV, resolve_token
+from plait.server.drivers import DEFAULT_CONCURRENCY, DEFAULT_WORKERS
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.store import open_store
 
@@ -99,13 +101,39 @@ def serve(
             help="Refuse larger request bodies (413).",
         ),
     ] = DEFAULT_MAX_BODY_BYTES,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            metavar="N",
+            min=0,
+            help="Driver loops in the server (0: API only; runs wait for `plait worker`).",
+        ),
+    ] = DEFAULT_WORKERS,
+    worker_concurrency: Annotated[
+        int,
+        typer.Option(
+            "--worker-concurrency", metavar="N", min=1, help="Runs each driver loop drives at once."
+        ),
+    ] = DEFAULT_CONCURRENCY,
+    poll_ms: Annotated[
+        int,
+        typer.Option(
+            "--poll-ms",
+            metavar="MS",
+            min=1,
+            help="Drivers claim at least this often (answers given here wake them at once).",
+        ),
+    ] = DEFAULT_POLL_MS,
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Serve the HTTP API and the web console until stopped (Ctrl-C).
+    """Serve the HTTP API and the web console, and drive runs, until stopped (Ctrl-C).
 
     With --as, the token always acts as that principal; else a request may name one ("as").
+    Its drivers (--workers) drive runs started here and every run an answer, a cancel, a
+    message, a raise or a timer makes due; SIGTERM lets the drives in flight finish or park.
     """
     missing = missing_server_modules()
     if missing:
@@ -130,6 +158,9 @@ def serve(
         bound=principal is not None,
         stopping=lambda: server.should_exit,  # event streams of moving runs close on a stop
         max_body_bytes=max_body_bytes,
+        workers=workers,
+        worker_concurrency=worker_concurrency,
+        worker_poll_ms=poll_ms,
     )
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="info", log_config=stderr_logging())

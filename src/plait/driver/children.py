@@ -3,6 +3,9 @@
 A child's id is derived from its parent's id and the node's journal key, so a parent
 driven again finds its child instead of starting another. A parent that fails abandons
 its children: each still parked is cancelled and driven to its end (§3.5 fail-fast).
+A parent's drive drives its children "nested" (``Runs.resume_nested``): a drive of a
+child on its own (``plait resume CHILD``) instead ends by waking its root, which a
+driver then drives on to settle what the child did.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ class Runs(Protocol):
         self, definition: RunDefinition, input: Any, *, run_id: str | None, parent: str | None
     ) -> RunResult: ...
 
-    async def resume(self, run_id: str) -> RunResult: ...
+    async def resume_nested(self, run_id: str) -> RunResult:
+        """Drive a child on from within its parent's drive (its root is not woken)."""
+        ...
 
 
 def descendants(host: Host, run_id: str) -> list[str]:
@@ -49,7 +54,7 @@ def child_runner(host: Host, runs: Runs, run_id: str, definition: RunDefinition)
     async def run_child(key: JournalKey, path: str, value: Any) -> EffectOutcome | None:
         child_id = child_run_id(run_id, key)
         if host.exists(child_id):
-            result = await runs.resume(child_id)
+            result = await runs.resume_nested(child_id)
         else:
             if value is None:  # settling a child never started (the parent died first)
                 value = _intent_input(host, key)  # or a fork's, from its base's journal
@@ -76,7 +81,7 @@ async def cancel_children(host: Host, runs: Runs, run_id: str) -> None:
         body = {"by": host.principal, "reason": f"parent run '{run_id}' failed"}
         for target in [child, *descendants(host, child)]:
             host.store.commit(target, None, [RecordWrite("cancel", body)])
-        await runs.resume(child)
+        await runs.resume_nested(child)
 
 
 async def settle_children(

@@ -27,6 +27,7 @@ from plait.driver.run_ids import check_principal
 from plait.driver.run_view import RunView, parked_asks
 from plait.driver.starting import check_new_run, create_run
 from plait.driver.verify import VerifyReport, verify_pinned
+from plait.driver.wake import wake_root
 from plait.driver.wave import Observer, RunResult
 from plait.store import open_store
 from plait.store.base import Store
@@ -148,9 +149,27 @@ class Runtime:
         drive writes under it instead of acquiring one. It is released at the end whether
         or not a drive happened (a finished run, an error before driving).
         ``manifest``: the run's manifest, when the caller has read it already (a worker
-        does): it is not read again.
+        does): it is not read again. A child run resumed on its own wakes its root, whose
+        next drive (a worker's, the server's) settles what the child did.
         """
+        result = await self._resume(run_id, workflow, token, manifest)
+        if self.store.get_run(run_id).parent_run_id is not None:
+            # A child driven on its own (`plait resume CHILD` after answering its ask):
+            # its parent waits on it, so its root is due now and a driver settles it.
+            wake_root(self.store, run_id, self.clock())
+        return result
 
+    async def resume_nested(self, run_id: str) -> RunResult:
+        """``resume`` of a child run from within its parent's drive, which settles it."""
+        return await self._resume(run_id, None, None, None)
+
+    async def _resume(
+        self,
+        run_id: str,
+        workflow: Workflow | None,
+        token: int | None,
+        manifest: dict[str, Any] | None,
+    ) -> RunResult:
         def pin(pinned: dict[str, Any]) -> RunDefinition:
             return self.host.definitions.pinned(pinned, workflow)  # E010 if it changed
 

@@ -21,15 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from plait.core.canonical import dumpb, dumps, loads
+from plait.core.canonical import dumps
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
-from plait.core.migrate import Matching, empty_record, migrate_state, reshaped
+from plait.core.migrate import empty_record, migrate_state
 from plait.core.outcomes import EffectOutcome, outcome_from_json
-from plait.core.plan import Plan
-from plait.core.state import DecisionRecord, SchedulerState
+from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.admission import budgets_of
 from plait.driver.checkpoints import (
@@ -45,6 +44,7 @@ from plait.driver.feeds import FEED, decode_events
 from plait.driver.forking import seed_checkpoint
 from plait.driver.host import Host
 from plait.driver.migrating import MIGRATE, migration_of
+from plait.driver.reshape import Reshape, reshaper
 from plait.store.base import Store
 from plait.store.records import CheckpointMeta, IntentRecord
 from plait.workflow import manifest_plan
@@ -385,61 +385,5 @@ def verify_with(host: Host, run_id: str, definition: RunDefinition) -> VerifyRep
         run_id,
         env,
         lambda index, raised: _pinned_env(host, run_id, manifests[index], None, raised),
-        _reshaper(manifest_plan(manifest["workflow"]), env.plan),
+        reshaper(manifest_plan(manifest["workflow"]), env.plan),
     )
-
-
-def _reshaper(old: Plan, new: Plan) -> Reshape | None:
-    """How checkpoints of ``old`` compare with a replay under ``new``; None for plans of one
-    shape (the same nodes and edges in the same places)."""
-    matching = Matching.of(old, new, {})
-    if matching.is_identity(new):
-        return None
-    added_nodes = frozenset(range(len(new.nodes))) - set(matching.nodes)
-    added_edges = frozenset(range(len(new.edges))) - set(matching.edges)
-    return Reshape(old, new, matching, added_nodes, added_edges)
-
-
-@dataclass(frozen=True)
-class Reshape:
-    """``verify --workflow`` onto a plan with nodes or edges added or removed: a stored
-    checkpoint is put in the new plan's shape (nodes by id, edges by their ends), and
-    both sides are compared less what the new version only adds without acting on it —
-    an added node still waiting or dead, an added edge that did not fire — so a run
-    diverges where the new version first does otherwise, not at its first checkpoint."""
-
-    old: Plan
-    new: Plan
-    matching: Matching
-    added_nodes: frozenset[int]
-    added_edges: frozenset[int]
-
-    def stored(self, data: bytes) -> bytes:
-        """A stored checkpoint of the old plan in the new plan's shape (as it is when work
-        pending in it has no place in the new plan: then it differs, as it should)."""
-        checkpoint = decode_checkpoint(data)
-        record = DecisionRecord.from_json(checkpoint.decisions)
-        placed = reshaped(checkpoint.scheduler, record, self.old, self.new, self.matching)
-        if placed is None:
-            return data
-        state, moved_record = placed
-        return encode_checkpoint(state, moved_record.to_json())
-
-    def masked(self, data: bytes) -> bytes:
-        """``data`` less the added nodes and edges the run never acted on."""
-        value = loads(data)
-        scheduler, decisions = value.get("scheduler", {}), value.get("decisions", {})
-        states, res = scheduler.get("node_state") or [], scheduler.get("in_res") or []
-        for index in sorted(self.added_nodes):
-            if index < len(states) and states[index] in ("Waiting", "Dead"):
-                states[index] = "Waiting"
-        for resolved in res:
-            for edge in sorted(self.added_edges):
-                if resolved.get(str(edge)) == "Dead":
-                    del resolved[str(edge)]
-        decisions["edges"] = [
-            entry
-            for entry in decisions.get("edges") or []
-            if entry[0] not in self.added_edges or entry[2] == "Fired"
-        ]
-        return dumpb(value)

@@ -134,6 +134,7 @@ class Worker:
         once: bool = False,
         log: Callable[[str], None] | None = None,
         owner: LeaseOwner | None = None,
+        drive_ended: Callable[[str], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise PlaitError("E019", f"--concurrency must be at least 1, not {concurrency}")
@@ -153,6 +154,7 @@ class Worker:
         self.ttl_ms = lease_ttl()
         self.report = WorkerReport(self.owner)
         self._log = log or (lambda line: None)
+        self._drive_ended = drive_ended or (lambda run_id: None)
         self._wakeup = threading.Event()
         self._stopping = threading.Event()
         self._closing = threading.Event()
@@ -169,6 +171,11 @@ class Worker:
         if not self._stopping.is_set():
             self.report.stopped = "signal"
         self._stopping.set()
+        self._wakeup.set()
+
+    def wake(self) -> None:
+        """Claim now: this process journaled something that may make a run claimable (a
+        server's answer); SQLite has no notifications, and PostgreSQL's come round later."""
         self._wakeup.set()
 
     @property
@@ -318,6 +325,7 @@ class Worker:
         finally:
             if not resumed:
                 self.runtime.host.release_lease(claim.run_id, claim.token)
+            self._drive_ended(claim.run_id)
 
     # --- notifications ---
 

@@ -10,13 +10,17 @@ pages would load their script from a CDN.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from plait.driver.defaults import default_db, default_principal
+from plait.driver.worker import DEFAULT_POLL_MS
 from plait.server import commands, console, driving, errors, events, reading
 from plait.server.auth import Access
+from plait.server.drivers import DEFAULT_CONCURRENCY, ServerDrivers, log_to_stderr
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.server.paths import EncodedSegments
 from plait.server.settings import (
@@ -37,6 +41,10 @@ def create_app(
     heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     stopping: Callable[[], bool] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    workers: int = 0,
+    worker_concurrency: int = DEFAULT_CONCURRENCY,
+    worker_poll_ms: int = DEFAULT_POLL_MS,
+    log: Callable[[str], None] = log_to_stderr,
 ) -> FastAPI:
     """The API on store ``db`` (default ``$PLAIT_DB``, else ``.plait/plait.db``), behind ``token``.
 
@@ -46,24 +54,48 @@ def create_app(
     whether the server is shutting down (an event stream of a moving run then closes,
     else it would hold the shutdown until the run settles). ``max_body_bytes``: a larger
     request body is refused (PLAIT-E019, 413) without being read to its end.
+    ``workers``: driver loops run with the app's lifespan (``drivers.ServerDrivers``),
+    each driving up to ``worker_concurrency`` runs and claiming at least every
+    ``worker_poll_ms``; 0 (the default here; ``plait serve`` runs 1) leaves queued and
+    woken runs to ``plait worker`` processes. ``log`` takes the drivers' log lines.
     """
     if not token:
         raise ValueError("create_app needs a non-empty token")
     access = Access(token, principal or default_principal(), bound)
+    url = db or default_db()
+    drivers = ServerDrivers(
+        url,
+        access.principal,
+        workers=workers,
+        concurrency=worker_concurrency,
+        poll_ms=worker_poll_ms,
+        log=log,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(drivers.start)
+        try:
+            yield
+        finally:  # the drives in flight finish or park first, as `plait worker`'s do
+            await asyncio.to_thread(drivers.stop)
+
     app = FastAPI(
         title="plait",
         summary="Durable AI agent workflows: the verbs of the plait CLI over HTTP.",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        lifespan=lifespan,
     )
     app.state.plait = ServerSettings(
-        db or default_db(),
+        url,
         access,
         poll_s,
         heartbeat_s,
         stopping or never_stopping,
         max_body_bytes,
+        drivers,
     )
     errors.install(app)
     for module in (reading, commands, driving, events):  # each routes through ApiRoute

@@ -1,5 +1,6 @@
 """Routes that journal what people decide: ``respond``, ``approve``, ``deny``, ``send``,
-``cancel``, ``raise-budget``. None of them drives the run (``resume`` or a worker does).
+``cancel``, ``raise-budget``. None of them drives the run: each makes its top-level run
+due and wakes the server's drivers, which drive it on (or ``resume``, or a worker).
 
 Each answers with the object ``plait VERB --json`` prints. ``as`` names the principal
 where the CLI takes ``--as``; the token decides whether it may (``auth.Access``).
@@ -63,8 +64,11 @@ def respond(settings: Settings, run_id: str, ask_id: str, body: Respond) -> Any:
     by = settings.access.acting_as(body.principal)
     with settings.runtime(by) as rt:
         if body.deny is not None:
-            return rt.respond(run_id, ask_id, deny=body.deny)
-        return rt.respond(run_id, ask_id, body.result)
+            accepted = rt.respond(run_id, ask_id, deny=body.deny)
+        else:
+            accepted = rt.respond(run_id, ask_id, body.result)
+    settings.drivers.wake()
+    return accepted
 
 
 @router.post("/runs/{run_id}/asks/{ask_id}/approve")
@@ -73,7 +77,9 @@ def approve(settings: Settings, run_id: str, ask_id: str, body: Approve | None =
     body = body or Approve()
     by = settings.access.acting_as(body.principal)
     with settings.runtime(by) as rt:
-        return rt.respond(run_id, ask_id, approve=True, reason=body.reason)
+        accepted = rt.respond(run_id, ask_id, approve=True, reason=body.reason)
+    settings.drivers.wake()
+    return accepted
 
 
 @router.post("/runs/{run_id}/asks/{ask_id}/deny")
@@ -81,7 +87,9 @@ def deny(settings: Settings, run_id: str, ask_id: str, body: Deny) -> Any:
     """``plait deny``."""
     by = settings.access.acting_as(body.principal)
     with settings.runtime(by) as rt:
-        return rt.respond(run_id, ask_id, approve=False, reason=body.reason)
+        accepted = rt.respond(run_id, ask_id, approve=False, reason=body.reason)
+    settings.drivers.wake()
+    return accepted
 
 
 @router.post("/runs/{run_id}/send")
@@ -89,6 +97,7 @@ def send(settings: Settings, run_id: str, body: Send) -> Any:
     """``plait send``: a steering message for the run's next superstep."""
     with settings.runtime() as rt:
         rt.send(run_id, body.message)
+    settings.drivers.wake()
     return verbs.accepted(run_id)
 
 
@@ -99,6 +108,7 @@ def cancel(settings: Settings, run_id: str, body: Cancel | None = None) -> Any:
     by = settings.access.acting_as(body.principal)
     with settings.runtime(by) as rt:
         rt.cancel(run_id, body.reason)
+    settings.drivers.wake()
     return verbs.accepted(run_id)
 
 
@@ -109,7 +119,9 @@ def raise_budget(settings: Settings, run_id: str, body: dict[str, Any]) -> Any:
         raise PlaitError("E019", 'raise-budget: give at least one axis, e.g. {"tokens": 1000}')
     raised = ceilings(body)
     with settings.runtime() as rt:
-        return verbs.raise_budget(rt, run_id, raised)
+        accepted = verbs.raise_budget(rt, run_id, raised)
+    settings.drivers.wake()
+    return accepted
 
 
 def ceilings(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,23 +1,30 @@
-"""Routes that drive runs: start one (``plait run``), ``resume`` and ``fork``.
+"""Routes that start and drive runs: start one (``plait run``), ``resume`` and ``fork``.
 
-A drive runs in the request's worker thread on an event loop of its own (as the CLI
-runs it), so a long run never blocks the server's loop; the request answers with the
-run object when the run finishes or parks. ``detach`` writes a queued run for a
-worker (``plait worker``) instead and answers at once.
+``POST /runs`` writes the run as queued and answers 202 at once: the server's drivers
+(``drivers.ServerDrivers``), or ``plait worker`` processes, drive it. ``?wait=SECONDS``
+waits that long for the run to park or finish (200 with its run object; 202 with the
+queued or running object when it has not). ``resume`` and ``fork`` drive in the
+request's worker thread on an event loop of its own (as the CLI does), so a long drive
+never blocks the server's loop, and answer once the run finishes or parks.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import time
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
 from pydantic import Field
 
+from plait.driver.runtime import Runtime
+from plait.driver.wave import RunResult
 from plait.server.bodies import ApiRoute
 from plait.server.commands import Acting, ceilings
+from plait.server.events import SETTLED
 from plait.server.replies import CanonicalJSON
-from plait.server.settings import Settings
+from plait.server.settings import ServerSettings, Settings
 from plait.workflow import load_workflow
 
 router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
@@ -28,7 +35,7 @@ class Start(Acting):
     input: Any = None
     model: str | None = None
     run_id: str | None = None
-    detach: bool = False
+    detach: bool = Field(default=False, description="Kept for old clients: every start is queued.")
 
 
 class Fork(Acting):
@@ -38,17 +45,43 @@ class Fork(Acting):
     edits: dict[str, Any] = Field(default_factory=dict, alias="set")
 
 
-@router.post("/runs")
-def start(settings: Settings, body: Start) -> Any:
-    """``plait run WORKFLOW``: the run object once it finishes or parks (or is queued)."""
+MAX_WAIT_S = 3600.0
+"""The longest ``?wait=`` a start may ask for: a request is not a way to hold a run."""
+
+
+@router.post("/runs", status_code=202)
+def start(
+    settings: Settings,
+    body: Start,
+    response: Response,
+    wait: Annotated[float | None, Query(ge=0, le=MAX_WAIT_S)] = None,
+) -> Any:
+    """``plait run WORKFLOW --detach``: the queued run's object (202); with ``?wait=S``,
+    the run object once it parks or finishes within S seconds (200), else as it is (202)."""
     wf = load_workflow(body.workflow, body.model)
     principal = settings.access.acting_as(body.principal)
     with settings.runtime(principal, durability=wf.durability) as rt:
-        if body.detach:
-            result = asyncio.run(rt.enqueue(wf, body.input, run_id=body.run_id))
-        else:
-            result = asyncio.run(rt.start(wf, body.input, run_id=body.run_id))
+        queued = asyncio.run(rt.enqueue(wf, body.input, run_id=body.run_id))
+        settings.drivers.wake()
+        if wait is None or body.detach:
+            return queued.to_json()
+        result = settled_within(settings, rt, queued.run_id, wait)
+    if result.status in SETTLED:
+        response.status_code = 200
     return result.to_json()
+
+
+def settled_within(settings: ServerSettings, rt: Runtime, run_id: str, wait_s: float) -> RunResult:
+    """The run as it is once it parks or finishes, or after ``wait_s`` seconds. The status
+    is read again as soon as a drive of this server ends, and every ``poll_s`` (at least
+    every 50 ms) for a driver elsewhere (``plait worker``, another server)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        seen = settings.drivers.drives_ended()
+        remaining = deadline - time.monotonic()
+        if rt.store.get_run(run_id).status in SETTLED or remaining <= 0:
+            return rt.show(run_id)
+        settings.drivers.wait_for_drive(seen, min(remaining, max(settings.poll_s, 0.05)))
 
 
 @router.post("/runs/{run_id}/resume")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from plait.driver.runtime import Runtime
 from plait.server.auth import Access
+from plait.server.drivers import ServerDrivers
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 
 DEFAULT_POLL_S = 0.25
@@ -30,7 +31,7 @@ def never_stopping() -> bool:
 @dataclass(frozen=True)
 class ServerSettings:
     """The store URL, who may call and as whom, how the event stream polls, whether the
-    server is shutting down, and the largest request body it reads."""
+    server is shutting down, the largest request body it reads, and its own drivers."""
 
     db: str
     access: Access
@@ -38,6 +39,7 @@ class ServerSettings:
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     stopping: Callable[[], bool] = never_stopping
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    drivers: ServerDrivers = field(default_factory=lambda: ServerDrivers("", ""))
 
     @contextmanager
     def runtime(
