@@ -411,6 +411,8 @@ RETRY_TABLE = {
     ("UserAborted", "llm"): False,
     ("Unknown", "tool"): False,
     ("Unknown", "llm"): False,
+    ("ProviderError", "tool"): False,
+    ("ProviderError", "llm"): False,  # the SDK's retries are spent: fail, or fall back
 }
 
 

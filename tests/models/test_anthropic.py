@@ -199,10 +199,14 @@ def test_a_response_schema_is_asked_for_in_the_system_text_and_fences_are_unwrap
     assert response.text == '{"decision": "refund"}'
 
 
-def test_a_timeout_is_Timeout(router, turn):
+def test_a_timeout_the_sdk_gave_up_on_is_a_ProviderError_naming_the_endpoint(router, turn):
     router.post(URL).mock(side_effect=httpx.ReadTimeout("read timed out"))
 
-    assert failure(adapter(router), turn()).cause == "Timeout"
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "ProviderError"  # the SDK's retries are spent: not sent again
+    assert failed.detail.startswith("provider anthropic at https://api.anthropic.com, model ")
+    assert "APITimeoutError" in failed.detail
 
 
 def test_a_prompt_too_long_error_is_ContextTooLong(router, turn):
@@ -225,7 +229,7 @@ def test_an_answer_stopped_by_a_full_context_window_is_ContextTooLong(router, tu
     assert failure(adapter(router), turn()).cause == "ContextTooLong"
 
 
-def test_other_bad_requests_and_server_errors_are_ExecutorError(router, turn):
+def test_other_bad_requests_and_server_errors_are_ProviderErrors(router, turn):
     router.post(URL).mock(
         side_effect=[
             httpx.Response(
@@ -244,7 +248,7 @@ def test_other_bad_requests_and_server_errors_are_ExecutorError(router, turn):
 
     first, second = failure(model, turn()), failure(model, turn())
 
-    assert (first.cause, second.cause) == ("ExecutorError", "ExecutorError")
+    assert (first.cause, second.cause) == ("ProviderError", "ProviderError")
 
 
 @pytest.mark.parametrize(
@@ -272,6 +276,6 @@ def test_a_rejected_key_or_model_fails_the_node_at_once(router, turn, status, ki
 
     failed = failure(adapter(router), turn())
 
-    assert failed.cause == "Unknown"  # the loop does not send it again
+    assert failed.cause == "ProviderError"  # the loop does not send it again
     assert str(status) in failed.detail
     assert route.call_count == 1

@@ -258,10 +258,14 @@ def test_an_openai_compatible_server_gets_max_tokens_at_its_base_url(router, tur
     assert "max_completion_tokens" not in body
 
 
-def test_a_timeout_is_Timeout(router, turn):
+def test_a_timeout_the_sdk_gave_up_on_is_a_ProviderError_naming_the_endpoint(router, turn):
     router.post(URL).mock(side_effect=httpx.ReadTimeout("read timed out"))
 
-    assert failure(adapter(router), turn()).cause == "Timeout"
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "ProviderError"  # the SDK's retries are spent: not sent again
+    assert failed.detail.startswith("provider openai at https://api.openai.com/v1, model ")
+    assert "APITimeoutError" in failed.detail
 
 
 def test_a_context_length_error_is_ContextTooLong(router, turn):
@@ -292,7 +296,7 @@ def test_a_vllm_context_message_without_a_code_is_ContextTooLong(router, turn):
     assert failure(adapter(router), turn()).cause == "ContextTooLong"
 
 
-def test_other_bad_requests_and_server_errors_are_ExecutorError(router, turn):
+def test_other_bad_requests_and_server_errors_are_ProviderErrors(router, turn):
     router.post(URL).mock(
         side_effect=[
             httpx.Response(
@@ -305,7 +309,7 @@ def test_other_bad_requests_and_server_errors_are_ExecutorError(router, turn):
 
     first, second = failure(model, turn()), failure(model, turn())
 
-    assert (first.cause, second.cause) == ("ExecutorError", "ExecutorError")
+    assert (first.cause, second.cause) == ("ProviderError", "ProviderError")
     assert "500" in second.detail
 
 
@@ -371,7 +375,7 @@ def test_a_rejected_key_or_model_fails_the_node_at_once(router, turn, status, ki
 
     failed = failure(adapter(router), turn())
 
-    assert failed.cause == "Unknown"  # the loop does not send it again
+    assert failed.cause == "ProviderError"  # the loop does not send it again
     assert str(status) in failed.detail
     assert route.call_count == 1  # and the SDK did not retry it either
 
@@ -392,3 +396,15 @@ def test_the_files_llm_timeout_and_retries_reach_the_sdk(tmp_path):
     assert isinstance(model, OpenAIModel)
     sdk = model._sdk()
     assert (sdk.timeout, sdk.max_retries) == (7.5, 0)
+
+
+def test_an_unknown_host_names_the_endpoint_and_what_the_resolver_said(router, turn):
+    router.post(URL).mock(side_effect=httpx.ConnectError("[Errno -2] Name or service not known"))
+
+    failed = failure(adapter(router), turn())
+
+    assert failed.cause == "ProviderError"
+    assert failed.detail == (
+        "provider openai at https://api.openai.com/v1, model 'gpt-4o-mini': APIConnectionError:"
+        " Connection error. (ConnectError: [Errno -2] Name or service not known)"
+    )

@@ -91,3 +91,21 @@ def test_adding_a_provider_is_one_entry(monkeypatch, tmp_path):
     assert seen[0].settings is not None and seen[0].settings.max_retries == 4
     with pytest.raises(PlaitError, match="set ECHO_KEY"):
         check_credentials("echo:m")
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("openai-compatible:http://localhost:11434/v1", "the model name is missing after"),
+        ("openai-compatible:http://localhost:8080", "the model name is missing after"),
+        ("openai:", "the model name is missing"),
+        ("openai-compatible:localhost:11434", "expected openai-compatible:<base_url>:<model>"),
+    ],
+)
+def test_a_spec_missing_its_model_is_refused_not_misparsed(tmp_path, spec, problem):
+    from plait.models.registry import spec_problem
+
+    assert (spec_problem(spec) or "").startswith(problem)
+    with pytest.raises(PlaitError) as caught:
+        model_from_spec(spec, base_dir=tmp_path)
+    assert caught.value.code == "E006" and problem in str(caught.value)

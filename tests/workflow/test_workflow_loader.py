@@ -490,7 +490,7 @@ def test_scripted_model_file_must_exist(tmp_path):
     )
 
     assert problems_of(path) == [
-        f"{path}:3: PLAIT-E004 llm: scripted model file 's.json' not found"
+        f"{path}:3: PLAIT-E004 llm.model: scripted model file 's.json' not found"
     ]
 
 

@@ -276,7 +276,10 @@ def _on_turn(
     flow.last_prompt_tokens = int(usage.get("input_tokens", 0))
     calls = list(answer.get("tool_calls") or [])
     text = answer.get("text")
-    flow.messages.append(Entry(role="assistant", text=text, tool_calls=calls))
+    entry = Entry(role="assistant", text=text, tool_calls=calls)
+    if "spec" in answer:  # answered under llm.fallback: the checkpoint says which model
+        entry = Entry(entry, spec=answer["spec"])
+    flow.messages.append(entry)
     if calls:
         _on_tool_calls(s, fkey, flow, turn, calls)
         return

@@ -19,7 +19,10 @@ FAIL_CAUSES: tuple[str, ...] = (
     "ContextTooLong",
     "UserAborted",
     "Unknown",
+    "ProviderError",
 )
+"""``ProviderError``: a model provider could not answer a turn and its SDK's own retries
+are spent (or sending again cannot help: a refused connection, a 4xx); never re-sent."""
 
 
 def retryable(cause: str, kind: str) -> bool:

@@ -30,20 +30,24 @@ def check_model(
     if not definition.has_llm:
         return
     from plait.models.prices import price_of
-    from plait.models.registry import check_credentials, model_from_spec
+    from plait.models.registry import check_credentials, fallback_specs, run_model
 
     llm = definition.llm
     spec = definition.model_spec
     if model is None:
-        model_from_spec(spec, base_dir=definition.base_dir, settings=dict(llm))
+        run_model(spec, base_dir=definition.base_dir, settings=dict(llm))
         if driven:
-            check_credentials(spec)
-    if definition.budgets.max_usd_micros is not None and price_of(spec, llm.get("prices")) is None:
-        raise PlaitError(
-            "E006",
-            f"model '{spec}' has no price, so it cannot run under a usd budget:"
-            " add it to llm.prices (USD per million tokens)",
-        )
+            for each in (spec, *fallback_specs(llm)):  # a fallback must be able to run too
+                check_credentials(each)
+    if definition.budgets.max_usd_micros is None:
+        return
+    for each in (spec, *fallback_specs(llm)):
+        if price_of(each, llm.get("prices")) is None:
+            raise PlaitError(
+                "E006",
+                f"model '{each}' has no price, so it cannot run under a usd budget:"
+                " add it to llm.prices (USD per million tokens)",
+            )
 
 
 CEILINGS = ("max_supersteps", "max_tokens", "max_usd_micros", "max_wall_ms", "max_storage_bytes")

@@ -68,10 +68,10 @@ def dispatcher_for(
     llm_runner = None
     if definition.has_llm:
         if model is None:
-            from plait.models.registry import model_from_spec
+            from plait.models.registry import run_model
 
             settings = dict(definition.llm)
-            model = model_from_spec(
+            model = run_model(
                 definition.model_spec, base_dir=definition.base_dir, settings=settings
             )
         llm_runner = LlmRunner(definition, model, journaled or [])

@@ -106,6 +106,10 @@ def env_from_manifest(
         from plait.models.prices import reserve_usd_micros
 
         reserve_usd = reserve_usd_micros(str(llm["model"]), max_tokens, llm.get("prices"))
+        for spec in llm.get("fallback") or ():  # a turn may be answered by the dearest one
+            other = reserve_usd_micros(str(spec), max_tokens, llm.get("prices"))
+            if other is not None and (reserve_usd is None or other > reserve_usd):
+                reserve_usd = other
     return StepEnv(
         plan=manifest_plan(manifest),
         executors=executors,

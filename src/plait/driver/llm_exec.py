@@ -18,7 +18,7 @@ from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
 
 if TYPE_CHECKING:
-    from plait.models.base import Model
+    from plait.models.base import Model, ModelResponse
     from plait.workflow.run_definition import RunDefinition
 
 SUMMARIZE = (
@@ -111,12 +111,14 @@ class LlmRunner:
             return Failed(exc.cause, exc.detail)
         except Exception as exc:  # an adapter bug must not take the run down
             return Failed("Unknown", f"{type(exc).__name__}: {exc}")
-        usd = self._usd(response.input_tokens, response.output_tokens)
+        # priced as the model that answered (a fallback may cost more or less)
+        usd = self._usd(response.spec or self._model.spec, response)
         usage = Usage(response.input_tokens, response.output_tokens, usd)
         return Completed(response.to_json(), usage)
 
-    def _usd(self, input_tokens: int, output_tokens: int) -> int:
+    def _usd(self, spec: str, response: ModelResponse) -> int:
         from plait.models.prices import turn_cost_usd_micros
 
-        cost = turn_cost_usd_micros(self._model.spec, input_tokens, output_tokens, self._prices)
+        tokens = (response.input_tokens, response.output_tokens)
+        cost = turn_cost_usd_micros(spec, *tokens, self._prices)
         return cost or 0

@@ -16,6 +16,7 @@ ContextTooLong like a prompt the API refused, so the loop folds.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +33,7 @@ from plait.models.base import (
     ModelResponse,
     ToolSpec,
     excerpt,
+    provider_failure,
 )
 
 SCHEMA_INSTRUCTION = (
@@ -41,6 +43,7 @@ SCHEMA_INSTRUCTION = (
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```$", re.S)
 _TOO_LONG = ("prompt is too long", "prompt_too_long")
 WINDOW_FULL = "model_context_window_exceeded"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 class AnthropicModel:
@@ -69,7 +72,15 @@ class AnthropicModel:
                 message, self.model, json_answer=request.response_schema is not None
             )
         except Exception as exc:
-            raise model_error(exc) from exc
+            raise model_error(exc, self.endpoint()) from exc
+
+    def endpoint(self) -> tuple[str, str, str]:
+        """(provider, base URL, model): what a provider failure names."""
+        if self._client is not None:
+            base_url = str(self._client.base_url)
+        else:
+            base_url = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        return ("anthropic", base_url, self.model)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -151,22 +162,21 @@ def parse_message(message: Any, model: str, *, json_answer: bool = False) -> Mod
     )
 
 
-_REFUSED = (anthropic.AuthenticationError, anthropic.PermissionDeniedError, anthropic.NotFoundError)
-"""401, 403 and 404: a key the provider rejects, a model it does not serve or lets this
-key use. The node fails at once instead of re-sending the turn up to the effect bound."""
-
-
-def model_error(exc: Exception) -> ModelError:
-    """The one place Anthropic SDK errors become failure causes."""
+def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
+    """The one place Anthropic SDK errors become failure causes (the rules of
+    ``plait.models.openai.model_error``: provider failures are a ``ProviderError`` naming
+    ``endpoint`` once the SDK's retries are spent, unusable answers an ``ExecutorError``)."""
     if isinstance(exc, ModelError):
         return exc
     detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelError("Timeout", detail)
     if isinstance(exc, anthropic.APIStatusError) and _too_long(exc):
         return ModelError("ContextTooLong", detail)
-    if isinstance(exc, _REFUSED):  # sending the same request again cannot help
-        return ModelError("Unknown", detail)
+    if isinstance(exc, anthropic.APIStatusError | anthropic.APIConnectionError):  # timeouts too
+        provider, base_url, model = endpoint
+        connection = isinstance(exc, anthropic.APIConnectionError)
+        return provider_failure(
+            exc, provider=provider, base_url=base_url, model=model, connection=connection
+        )
     if isinstance(exc, anthropic.APIError):
         return ModelError("ExecutorError", detail)
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not

@@ -23,9 +23,47 @@ RAW_ARGUMENTS = "_raw"
 (``{"_raw": <the provider's text>}``), so the answer stays journal-shaped while the
 loop's argument check refuses the call (``unparsed_arguments``)."""
 
-CAUSES = ("Timeout", "ExecutorError", "SchemaValidationFailed", "ContextTooLong", "Unknown")
+CAUSES = (
+    "Timeout",
+    "ExecutorError",
+    "SchemaValidationFailed",
+    "ContextTooLong",
+    "Unknown",
+    "ProviderError",
+)
 """The failure causes an adapter may report (docs/architecture.md §3.3); SchemaValidationFailed
-is for a provider that enforces the response schema itself and refused the answer."""
+is for a provider that enforces the response schema itself and refused the answer;
+ProviderError for a provider that did not answer once its SDK's retries were spent."""
+
+
+def provider_failure(
+    exc: Exception, *, provider: str, base_url: str, model: str, connection: bool = False
+) -> ModelError:
+    """A provider's failure as the turn's ``ProviderError``, naming provider, base URL and model.
+
+    Whoever reads a failed run must see which endpoint was down without opening the
+    workflow file; the SDK's own message follows and, for a ``connection`` that never
+    answered, what the socket said at the bottom of the chain (refused, unknown host, TLS,
+    timed out) — the SDK says only "Connection error.".
+    """
+    detail = f"{type(exc).__name__}: {exc}"
+    reason = _socket_reason(exc) if connection else None
+    if reason is not None:
+        detail += f" ({type(reason).__name__}: {reason})"
+    where = f"provider {provider} at {base_url.rstrip('/')}, model '{model}'"
+    return ModelError("ProviderError", f"{where}: {detail}")
+
+
+def _socket_reason(exc: BaseException) -> BaseException | None:
+    """The deepest ``OSError`` under ``exc`` (refused, unknown host, TLS), else its cause."""
+    found, below = None, exc.__cause__ or exc.__context__
+    for _ in range(16):  # the chain is short; the bound is against a cycle
+        if below is None:
+            break
+        if isinstance(below, OSError):
+            found = below
+        below = below.__cause__ or below.__context__
+    return found or exc.__cause__
 
 
 @dataclass(frozen=True)
@@ -75,6 +113,12 @@ class ModelResponse:
     output_tokens: int = 0
     stop_reason: str | None = None
     model: str = ""
+    spec: str | None = None
+    """The spec of the model that answered, set only under ``llm.fallback`` (so the
+    journal of a run without fallbacks keeps its bytes)."""
+    fallbacks: tuple[Mapping[str, str], ...] = ()
+    """``{"spec", "cause", "detail"}`` of each model that failed this turn before ``spec``
+    answered."""
 
     @property
     def usage(self) -> dict[str, int]:
@@ -91,6 +135,8 @@ class ModelResponse:
             "usage": self.usage,
             "stop_reason": self.stop_reason,
             "model": self.model,
+            **({} if self.spec is None else {"spec": self.spec}),
+            **({"fallbacks": [dict(f) for f in self.fallbacks]} if self.fallbacks else {}),
         }
 
     @staticmethod
@@ -107,6 +153,8 @@ class ModelResponse:
             output_tokens=int(usage.get("output_tokens", 0)),
             stop_reason=data.get("stop_reason"),
             model=data.get("model", ""),
+            spec=data.get("spec"),
+            fallbacks=tuple(data.get("fallbacks") or ()),
         )
 
 

@@ -29,9 +29,11 @@ from plait.models.base import (
     ModelResponse,
     ToolSpec,
     excerpt,
+    provider_failure,
 )
 
 ERROR_PREFIX = "Error: "
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 # What OpenAI and the compatible servers say when the prompt does not fit
 # (OpenAI's code; vLLM's and llama.cpp's messages).
@@ -67,7 +69,15 @@ class OpenAIModel:
             completion = await self._sdk().chat.completions.create(**params)
             return parse_completion(completion, self.model, request.call_id)
         except Exception as exc:
-            raise model_error(exc) from exc
+            raise model_error(exc, self.endpoint()) from exc
+
+    def endpoint(self) -> tuple[str, str, str]:
+        """(provider, base URL, model): what a provider failure names."""
+        if self._client is not None:
+            base_url = str(self._client.base_url)
+        else:
+            base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        return ("openai-compatible" if self.compatible else "openai", base_url, self.model)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -188,22 +198,27 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {RAW_ARGUMENTS: text}
 
 
-_REFUSED = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-"""401, 403 and 404: a key the provider rejects, a model it does not serve or lets this
-key use. The node fails at once instead of re-sending the turn up to the effect bound."""
+def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
+    """The one place OpenAI SDK errors become failure causes.
 
-
-def model_error(exc: Exception) -> ModelError:
-    """The one place OpenAI SDK errors become failure causes."""
+    Every error of the provider itself — a connection that never opened (refused, unknown
+    host, TLS), a request that timed out, any 4xx or 5xx — is a ``ProviderError`` naming
+    ``endpoint``: the SDK has already retried what could succeed when sent again (408, 409,
+    429, 5xx, timeouts and lost connections, ``llm.max_retries`` times with backoff), so
+    the turn is not sent again. An answer that came back unusable is an ``ExecutorError``,
+    which the loop re-sends; a prompt the provider found too long folds.
+    """
     if isinstance(exc, ModelError):
         return exc
     detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelError("Timeout", detail)
     if isinstance(exc, openai.BadRequestError) and _context_too_long(exc):
         return ModelError("ContextTooLong", detail)
-    if isinstance(exc, _REFUSED):  # sending the same request again cannot help
-        return ModelError("Unknown", detail)
+    if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):  # timeouts too
+        provider, base_url, model = endpoint
+        connection = isinstance(exc, openai.APIConnectionError)
+        return provider_failure(
+            exc, provider=provider, base_url=base_url, model=model, connection=connection
+        )
     if isinstance(exc, openai.APIError):
         return ModelError("ExecutorError", detail)
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not

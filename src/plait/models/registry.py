@@ -24,7 +24,16 @@ from plait.core.errors import PlaitError
 from plait.models.base import AdapterSettings, Model
 from plait.models.scripted import ScriptedModel
 
-__all__ = ["PROVIDERS", "Provider", "SpecParts", "check_credentials", "model_from_spec"]
+__all__ = [
+    "PROVIDERS",
+    "Provider",
+    "SpecParts",
+    "check_credentials",
+    "fallback_specs",
+    "model_from_spec",
+    "run_model",
+    "spec_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -64,10 +73,43 @@ def _named(parts: SpecParts) -> str:
 
 # scheme://host[:port][/path] then ':' and the model; the model may itself hold ':'
 # (Ollama tags such as llama3.1:8b), so the URL ends at the first ':' after its authority.
+# The port is taken possessively (``?+``): without that, ``http://localhost:11434/v1`` with
+# no model was read as host ``localhost`` and model ``11434/v1``.
 _COMPATIBLE = re.compile(
-    r"^(?P<url>[A-Za-z][A-Za-z0-9+.-]*://(?:\[[^\]]*\]|[^/:\s]+)(?::\d+)?(?:/[^:\s]*)?)"
-    r":(?P<model>\S.*)$"
+    r"^(?P<url>[A-Za-z][A-Za-z0-9+.-]*://(?:\[[^\]]*\]|[^/:\s]+)(?::\d+)?+(?:/[^:\s]*)?+)"
+    r"(?::(?P<model>\S.*))?$"
 )
+COMPATIBLE_USAGE = (
+    "expected openai-compatible:<base_url>:<model>"
+    " (e.g. openai-compatible:http://localhost:11434/v1:llama3.1:8b)"
+)
+
+
+def spec_problem(spec: str) -> str | None:
+    """What is wrong with a spec's shape, or None; never imports an SDK or reads a file.
+
+    ``plait check`` calls it for ``llm.model`` and each ``llm.fallback`` entry, so a spec
+    that could only fail when a turn is sent is refused before any run starts.
+    """
+    prefix, sep, rest = spec.partition(":")
+    provider = PROVIDERS.get(prefix)
+    if not sep or provider is None:
+        known = ", ".join(p.usage for p in PROVIDERS.values())
+        return f"unknown provider '{prefix}' (known: {known})"
+    if prefix == "openai-compatible":
+        match = _COMPATIBLE.match(rest)
+        if match is None:
+            return COMPATIBLE_USAGE
+        if not (match["model"] or "").strip():
+            return (
+                f"the model name is missing after the base URL {match['url']}: {COMPATIBLE_USAGE}"
+            )
+        return None
+    if not rest.strip():
+        return (
+            "the model name is missing" if prefix != "scripted" else "scripted:<file> needs a file"
+        )
+    return None
 
 
 def _scripted(parts: SpecParts) -> Model:
@@ -85,13 +127,10 @@ def _openai(parts: SpecParts) -> Model:
 def _openai_compatible(parts: SpecParts) -> Model:
     from plait.models.openai import OpenAIModel  # imports the optional openai SDK
 
+    problem = spec_problem(parts.spec)
     match = _COMPATIBLE.match(parts.rest)
-    if match is None:
-        raise PlaitError(
-            "E006",
-            f"model '{parts.spec}': expected openai-compatible:<base_url>:<model> "
-            "(e.g. openai-compatible:http://localhost:11434/v1:llama3.1:8b)",
-        )
+    if problem is not None or match is None:
+        raise PlaitError("E006", f"model '{parts.spec}': {problem or COMPATIBLE_USAGE}")
     return OpenAIModel(
         match["model"],
         spec=parts.spec,
@@ -149,6 +188,28 @@ def model_from_spec(
             f"model '{spec}' needs the {extra} SDK, which is not installed: "
             f"pip install 'plait[{extra}]' ({exc})",
         ) from exc
+
+
+def fallback_specs(settings: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The specs of ``llm.fallback``, in the order they are tried (none when unset)."""
+    fallback = (settings or {}).get("fallback") or ()
+    return tuple(str(spec) for spec in fallback)
+
+
+def run_model(spec: str, *, base_dir: Path, settings: Mapping[str, Any] | None = None) -> Model:
+    """The model a run calls: ``spec``'s adapter, wrapped with ``llm.fallback``'s if any.
+
+    Without fallbacks this is ``model_from_spec`` itself, so a run that sets none sees
+    exactly the adapter (and journals exactly the answers) it always did.
+    """
+    primary = model_from_spec(spec, base_dir=base_dir, settings=settings)
+    others = fallback_specs(settings)
+    if not others:
+        return primary
+    from plait.models.fallback import FallbackModel
+
+    built = (model_from_spec(other, base_dir=base_dir, settings=settings) for other in others)
+    return FallbackModel((primary, *built))
 
 
 def check_credentials(spec: str) -> None:

@@ -205,6 +205,7 @@ LLM_RULES: dict[str, Rule] = {
     "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
     "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
     "timeout_s": _number(True, MAX_SECONDS), "max_retries": _integer(0),
+    "fallback": _strings(True),
 }  # fmt: skip
 PRICE_RULES: dict[str, Rule] = {
     "input_per_mtok": _number(False, MAX_PRICE), "output_per_mtok": _number(False, MAX_PRICE),
@@ -323,15 +324,34 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
 
 def _judge_llm(j: _Judge, llm: Mapping[str, Any], base_dir: Path) -> None:
     j.fields(llm, LLM_RULES, "llm", ("llm",))
-    model = llm.get("model")
-    if isinstance(model, str) and model.startswith("scripted:"):
-        script = model.partition(":")[2]
-        if script and not (base_dir / script).is_file():
-            j.add("E004", f"llm: scripted model file '{script}' not found", ("llm", "model"))
+    specs: list[tuple[str, Place, Any]] = [("llm.model", ("llm", "model"), llm.get("model"))]
+    fallback = llm.get("fallback")
+    if isinstance(fallback, list | tuple):
+        specs += [(f"llm.fallback[{i}]", ("llm", "fallback", i), f) for i, f in enumerate(fallback)]
+    for field, place, spec in specs:
+        _judge_spec(j, field, place, spec, base_dir)
     prices = llm.get("prices")
     for spec, price in prices.items() if isinstance(prices, Mapping) else ():
         where = f"llm: price of '{spec}'"
         j.fields(price, PRICE_RULES, where, ("llm", "prices", spec), required=tuple(PRICE_RULES))
+
+
+def _judge_spec(j: _Judge, field: str, place: Place, spec: Any, base_dir: Path) -> None:
+    """A model spec that could only fail at its first turn is refused here (PLAIT-E006):
+    ``openai-compatible:http://localhost:11434/v1`` has no model, not model ``11434/v1``."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return  # the field rules have said what is wrong with it
+    from plait.models.registry import PROVIDERS, spec_problem
+
+    if spec.partition(":")[0] not in PROVIDERS:
+        return  # an unknown provider is refused when a run would use it (E006 listing them)
+    problem = spec_problem(spec)
+    if problem is not None:
+        j.add("E006", f"{field}: model '{spec}': {problem}", place)
+    elif spec.startswith("scripted:"):
+        script = spec.partition(":")[2]
+        if not (base_dir / script).is_file():
+            j.add("E004", f"{field}: scripted model file '{script}' not found", place)
 
 
 def _judge_tool(j: _Judge, name: str, tool: ToolDef) -> None:
