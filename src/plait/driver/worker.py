@@ -77,6 +77,7 @@ from plait.driver.runtime import Runtime
 from plait.driver.scheduling import fire_due
 from plait.store.base import Listener, ScheduleStore, WorkStore
 from plait.store.records import LeaseOwner
+from plait.store.sqlite import SqliteStore
 from plait.workflow.run_definition import Definitions
 
 DEFAULT_POLL_MS = 1000
@@ -171,6 +172,7 @@ class Worker:
         self._listening: Listener | None = None  # the listener thread's current connection
         self._next_slot_ms: int | None = None  # the earliest next schedule slot seen
         self._schedules_at = -math.inf  # when (monotonic) schedules were last looked at
+        self._strict: Runtime | None = None  # for runs whose file asks `durability: strict`
 
     # --- control ---
 
@@ -248,6 +250,8 @@ class Worker:
                 listener, self._listening = self._listening, None
             if listener is not None:
                 listener.close()
+            if self._strict is not None:
+                self._strict.close()
         return self.report
 
     def _fire_schedules(self) -> None:
@@ -352,14 +356,37 @@ class Worker:
         try:
             manifest = dict(self.store.manifests(claim.run_id)[-1])
             resumed = True  # from here on resume releases the lease, whatever happens
-            result = asyncio.run(
-                self.runtime.resume(claim.run_id, token=claim.token, manifest=manifest)
-            )
+            runtime = self._runtime_for(manifest)
+            result = asyncio.run(runtime.resume(claim.run_id, token=claim.token, manifest=manifest))
             return result.status, result.redelivered
         finally:
             if not resumed:
                 self.runtime.host.release_lease(claim.run_id, claim.token)
             self._drive_ended(claim.run_id)
+
+    def _runtime_for(self, manifest: dict[str, Any]) -> Runtime:
+        """The runtime a run is driven with: the worker's, or one committing with FULL sync
+        for a run whose file asks for ``durability: strict`` when the worker's SQLite store
+        does not (the file's setting is the run's, as ``plait run`` and a server's start
+        honour it; PostgreSQL always commits synchronously)."""
+        store = self.store
+        wants_strict = manifest["workflow"].get("durability") == "strict"
+        if not wants_strict or not isinstance(store, SqliteStore) or store.durability == "strict":
+            return self.runtime
+        with self._lock:
+            if self._strict is None:
+                rt = self.runtime
+                strict = Runtime(
+                    store=SqliteStore(store.path, "strict"),
+                    clock=rt.clock,
+                    principal=rt.principal,
+                    observer=rt.observer,
+                    model=rt.model,
+                    telemetry=rt.telemetry,
+                )
+                strict.host.definitions = rt.host.definitions  # one cache of loaded files
+                self._strict = strict
+            return self._strict
 
     # --- notifications ---
 
