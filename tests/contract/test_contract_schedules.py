@@ -3,6 +3,7 @@ bad input refused with PLAIT-E019 naming its field, at ``schedule add`` and at `
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,19 @@ def test_sync_refuses_a_name_another_schedule_holds(cli: Cli) -> None:
     assert (refused.exit_code, refused.code) == (2, "PLAIT-E016")
     (kept,) = cli("schedule", "list").data["schedules"]
     assert kept["every_ms"] == 3_600_000
+
+
+def test_gc_deletes_the_slot_rows_of_the_runs_it_deletes(cli: Cli) -> None:
+    flow = write(cli, "tick.yaml", TICK)
+    assert cli("schedule", "add", "s", "--workflow", flow, "--every", "1m").exit_code == 0
+    fired = cli("worker", "--once", now=T0 + 60_000)
+    assert fired.data["statuses"] == {"completed": 1}, fired.data
+    assert [r["schedule"]["name"] for r in cli("runs").data["runs"]] == ["s"]
+
+    gone = cli("gc", "--older-than", "1h", now=T0 + 60_000 + 2 * 3_600_000)
+
+    assert gone.data["deleted"] == 1, gone.data
+    assert cli("runs").data["runs"] == []
+    assert cli("schedule", "list").data["schedules"][0]["next_ms"] > T0 + 60_000  # not again
+    with sqlite3.connect(cli.db_file) as con:
+        assert con.execute("SELECT COUNT(*) FROM schedule_slots").fetchone()[0] == 0

@@ -201,8 +201,8 @@ class WorkStore(Store, Protocol):
         again) and no live lease is held on it; it goes with its child runs, and only when
         every one of them qualifies too (a raised budget-exhausted child keeps the tree:
         ``raise_budget`` gives a child its own wake time). Parked, queued and running
-        runs are never touched. Its journal, manifests, lease and run row are deleted in
-        one transaction; the content-addressed nodes stay (see
+        runs are never touched. Its journal, manifests, lease, schedule slot and run row
+        are deleted in one transaction; the content-addressed nodes stay (see
         ``plait.driver.worker.collect_garbage``).
         """
         ...

@@ -352,7 +352,7 @@ class PostgresStore:
             tree = conn.execute(claims.PG_GC_TREE, {"roots": roots, "now": now_ms}).fetchall()
             doomed = sql.gc_selection(tree)
             if doomed:
-                for table in ("journal", "manifests", "leases", "runs"):
+                for table in ("journal", "manifests", "leases", "schedule_slots", "runs"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
         return doomed
 

@@ -256,7 +256,7 @@ class SqliteStore:
                 claims.SQLITE_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}
             ).fetchall()
             doomed = sql.gc_selection(tree)
-            for table in ("journal", "manifests", "leases", "runs"):
+            for table in ("journal", "manifests", "leases", "schedule_slots", "runs"):
                 conn.executemany(
                     f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
                 )
