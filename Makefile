@@ -39,6 +39,7 @@ demo: $(STAMP)
 		--model scripted:answers_misbehaving.json --json | $(BIN)/python -c \
 		'import json,sys; d=json.load(sys.stdin); print(d["status"], d["context"])'
 	@$(BIN)/plait verify demo-support --db $(DEMO_DB)
+	@echo "== plait is installed in .venv: 'source .venv/bin/activate' puts it on PATH"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples
