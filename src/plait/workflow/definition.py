@@ -96,6 +96,10 @@ class NodeDef:
     sleep_s: float | None = None
     workflow: str | None = None
     writes: tuple[str, ...] = ()
+    agents: tuple[str, ...] | None = None
+    """Abstract nodes this one offers as tools (each call a child run, ``core/agents.py``)."""
+    handoffs: tuple[str, ...] | None = None
+    """Abstract nodes this one may hand its conversation to (``transfer_to_<id>``)."""
     retry: Mapping[str, Any] | None = None
     """A retry policy (file units); the workflow's ``retry:`` fills in what it leaves out."""
 
