@@ -10,6 +10,7 @@ driver then drives on to settle what the child did.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any, Protocol
 
 from plait.core.agents import AGENT_PREFIX
@@ -102,13 +103,18 @@ async def settle_children(
     children: ChildRunner,
     journal: DurableJournal,
     now: int,
+    journaled: Container[JournalKey] = (),
 ) -> list[Event]:
-    """Resume the children a parked parent waits on; settle those that finished."""
+    """Resume the children a parked parent waits on; settle those that finished.
+
+    A child whose result is already ``journaled`` is left to the replay of the feed that
+    gave it: an agent's loop goes on within its superstep, so the last checkpoint may
+    still list a child the parent has since been given the result of."""
     events: list[Event] = []
     if state.is_terminal():
         return events
     for entry_id, entry in sorted(state.pending_asks.items()):
-        if entry.child is None:
+        if entry.child is None or entry.key in journaled:
             continue
         key = entry.key
         path = AGENT_PREFIX + entry.agent if entry.agent else env.executors[entry.node].name
