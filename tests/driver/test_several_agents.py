@@ -183,3 +183,29 @@ def test_a_crash_at_any_boundary_of_an_agent_tree_resumes_and_verifies(
     executions = case.executions()
     assert set(executions) == set(expected["executions"])
     assert max(executions.values()) <= 2
+
+
+def test_a_cycle_of_agents_stops_at_max_agent_depth(tmp_path: Path) -> None:
+    case = Case(tmp_path / "case")
+    (case.folder / "self.json").write_text(
+        json.dumps(
+            {
+                "solo": [
+                    {"tool_calls": [{"name": "solo", "arguments": {"input": "again"}}]},
+                    {"text": "done"},
+                ]
+            }
+        )
+    )
+    (case.folder / "self.yaml").write_text(
+        "name: self\nnodes:\n  - {id: solo, instruction: recurse, agents: [solo]}\n"
+        "llm: {model: 'scripted:self.json', max_agent_depth: 1}\n"
+    )
+    data = finished(case("run", "self.yaml", "--run-id", ROOT))
+    assert data["context"] == {"solo": "done"}
+    [_, child] = case.tree()
+    with Runtime(case.db) as rt:
+        turns = [e for e in rt.trace(child) if e["kind"] == "llm"]
+    refused = turns[1]["input"]["messages"][-1]
+    assert refused["is_error"] and "nest at most 1 deep" in refused["content"], refused
+    case.outcome()
