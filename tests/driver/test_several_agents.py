@@ -155,6 +155,14 @@ def test_send_fans_out_to_agent_loops_and_joins(tmp_path: Path) -> None:
     case.outcome()
 
 
+def test_send_fans_out_to_subgraph_child_runs(tmp_path: Path) -> None:
+    case = Case(tmp_path / "case")
+    data = finished(case("run", "fan_sub.yaml", "--run-id", ROOT))
+    assert data["context"]["writer"] == ["a note on tides", "a note on moons"]
+    assert len(case.tree()) == 3  # the parent and one child run per task
+    case.outcome()
+
+
 def boundaries(flow: str, intents: int) -> list[Any]:
     return [
         pytest.param(flow, f"{kind}:{n}", id=f"{flow}-{kind}:{n}")
@@ -164,7 +172,7 @@ def boundaries(flow: str, intents: int) -> list[Any]:
 
 
 # How many intents each flow journals over its whole tree (asserted against the clean run).
-INTENTS = {"agent_tool.yaml": 6, "handoff.yaml": 5, "fanout.yaml": 8}
+INTENTS = {"agent_tool.yaml": 6, "handoff.yaml": 5, "fanout.yaml": 8, "fan_sub.yaml": 6}
 
 
 @pytest.mark.parametrize(("flow", "at"), [p for f, n in INTENTS.items() for p in boundaries(f, n)])

@@ -28,3 +28,13 @@ def plan() -> dict:
 def collect(writer: list) -> dict:
     _count()
     return {"pieces": len(writer)}
+
+
+def spread() -> dict:
+    _count()
+    return {"$send": [{"node": "sub", "input": {"topic": t}} for t in ("tides", "moons")]}
+
+
+def look(topic: str) -> dict:
+    _count()
+    return {"writer": f"a note on {topic}"}
