@@ -217,3 +217,24 @@ def test_a_cycle_of_agents_stops_at_max_agent_depth(tmp_path: Path) -> None:
     refused = turns[1]["input"]["messages"][-1]
     assert refused["is_error"] and "nest at most 1 deep" in refused["content"], refused
     case.outcome()
+
+
+def lookup(q: str) -> dict:
+    """Look something up."""
+    return {"found": q}
+
+
+def test_the_python_builder_offers_agents_and_runs_them_as_child_runs(tmp_path: Path) -> None:
+    from plait import Workflow
+
+    wf = (
+        Workflow.new("built")
+        .node("lead", instruction="Answer.", agents=["researcher"])
+        .node("researcher", instruction="Research.", tools=[lookup])
+        .model(f"scripted:{FLOWS / 'answers.json'}")
+    )
+    with Runtime(f"sqlite:///{tmp_path}/p.db", principal="p") as rt:
+        result = rt.run_sync(wf, {}, run_id="built")
+        assert result.status == "completed"
+        assert result.context == {"lead": "x is 42, says the researcher"}
+        assert rt.verify("built").verified
