@@ -238,3 +238,28 @@ def test_the_python_builder_offers_agents_and_runs_them_as_child_runs(tmp_path: 
         assert result.status == "completed"
         assert result.context == {"lead": "x is 42, says the researcher"}
         assert rt.verify("built").verified
+
+
+def test_a_child_agent_that_parks_parks_its_parent_and_is_answered_through_it(
+    tmp_path: Path,
+) -> None:
+    case = Case(tmp_path / "case")
+    text = (case.folder / "agent_tool.yaml").read_text()
+    (case.folder / "gated.yaml").write_text(
+        text.replace(
+            '{python: "agent_tools:lookup"}', '{python: "agent_tools:lookup", approval: true}'
+        )
+    )
+    code, parked = case("run", "gated.yaml", "--run-id", ROOT)
+    assert (code, parked["status"]) == (3, "parked"), parked
+    [ask] = parked["asks"]
+    assert (ask["node"], ask["tool_name"], ask["run_id"].startswith(ROOT + "~")) == (
+        "researcher",
+        "lookup",
+        True,
+    )
+    code, answered = case("approve", ROOT, ask["ask_id"], PLAIT_PRINCIPAL="bob")
+    assert answered["accepted"] is True, answered
+    data = finished(case("resume", ROOT))
+    assert data["context"] == {"lead": "x is 42, says the researcher"}
+    case.outcome()
