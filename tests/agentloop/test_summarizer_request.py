@@ -45,7 +45,7 @@ class Recorder:
 
 def ask(value: dict[str, Any]) -> tuple[ModelRequest, Any]:
     model = Recorder()
-    definition: Any = SimpleNamespace(llm={}, tools={}, tool_schemas={})
+    definition: Any = SimpleNamespace(llm={}, tools={}, tool_schemas={}, pinned={})
     runner = LlmRunner(definition, model, [])
     key = JournalKey("run", "", "agent", 1, 3, "llm")
     outcome = asyncio.run(runner(Dispatch(key, "llm", value)))

@@ -25,14 +25,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.core import asks, governed, retry
+from plait.core import agents, asks, governed, retry
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
-from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task
 from plait.core.node_states import Move, move
 from plait.core.outcomes import Completed, EffectOutcome, Failed, retryable
+from plait.core.pending import TaskState
 from plait.core.state import OpenPhase
 from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
 
@@ -41,24 +42,40 @@ CALL_PREFIX = "call:"
 """Executor of a model-issued tool call: ``call:<tool name>``; its input is the arguments."""
 
 
-def flow_key(node: int) -> str:
-    return str(node)
+def flow_key(node: int, task_path: str = "") -> str:
+    """A loop's key: its node index, and for a Send task (§3.8) the task's path."""
+    return str(node) + task_path
 
 
 def start_flow(s: StepContext, phase: OpenPhase, node: int) -> None:
     """Dispatch an abstract node: a fresh loop whose first entry is the instruction."""
-    state, env = s.state, s.env
+    state = s.state
     state.attempt[node] += 1
-    spec = env.executors[node].spec
-    first = {
-        "role": "user",
-        "content": {"instruction": spec.get("instruction", ""), "context": state.context},
-    }
-    flow = AbstractFlow(node=node, attempt=state.attempt[node], messages=[Entry(first)])
-    governed.begin(s, flow, state.context)
-    state.abstract_flows[flow_key(node)] = flow
+    _open_flow(s, node, state.attempt[node], "", state.context)
     move(state, node, Move.DISPATCHED)
-    phase.record.dispatched.append([node, flow.attempt])
+    phase.record.dispatched.append([node, state.attempt[node]])
+
+
+def start_task_flow(s: StepContext, node: int, path: str, attempt: int, context: Any) -> None:
+    """A Send task of an abstract node (§3.8): a loop of its own over the task's input."""
+    _open_flow(s, node, attempt, path, context if isinstance(context, dict) else {})
+
+
+def _open_flow(s: StepContext, node: int, attempt: int, path: str, context: dict[str, Any]) -> None:
+    spec = s.env.executors[node].spec
+    instruction = spec.get("instruction", "")
+    handed = context.get(agents.HANDOFF_KEY)
+    if isinstance(handed, dict):  # a handoff's receiving agent goes on with the transcript
+        node_id = s.env.plan.nodes[node].id
+        messages: list[dict[str, Any]] = [
+            Entry(m) for m in agents.handed_messages(handed, instruction, node_id)
+        ]
+    else:
+        first = {"role": "user", "content": {"instruction": instruction, "context": context}}
+        messages = [Entry(first)]
+    flow = AbstractFlow(node=node, attempt=attempt, task_path=path, messages=messages)
+    governed.begin(s, flow, context)
+    s.state.abstract_flows[flow_key(node, path)] = flow
 
 
 def serve_needs(s: StepContext, phase: OpenPhase) -> bool:
@@ -86,7 +103,11 @@ def _key(s: StepContext, flow: AbstractFlow, kind: str) -> JournalKey:
 def _fail(s: StepContext, key: str, flow: AbstractFlow, detail: str) -> bool:
     governed.ended(s, flow)
     del s.state.abstract_flows[key]
-    fail_node(s.state, flow.node, detail)
+    if flow.task_path:
+        s.state.send_tasks[flow.task_path].state = TaskState.DONE
+        fail_task(s, flow.node, flow.task_path, f"{detail} (task {flow.task_path})")
+    else:
+        fail_node(s.state, flow.node, detail)
     return True
 
 
@@ -153,7 +174,10 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
 
 
 def _offered(s: StepContext, flow: AbstractFlow) -> list[str]:
-    tools: list[str] = list(s.env.executors[flow.node].spec.get("tools", ()))
+    spec = s.env.executors[flow.node].spec
+    tools: list[str] = list(spec.get("tools", ()))
+    if "agents" in spec or "handoffs" in spec:
+        tools += [n for n in agents.agent_tools(spec) if n not in tools]
     return tools
 
 
@@ -185,6 +209,16 @@ def _serve_tools(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow)
                 gate = "approval"
             elif name in env.deferred_tools:
                 gate = "deferred"
+        spec = env.executors[flow.node].spec
+        target = agents.target_of(spec, name) if "agents" in spec or "handoffs" in spec else None
+        if target is not None:
+            flow.pending_tools[seq] = (
+                {**call, "agent": target[0]} if not target[1] else {**call, "handoff": target[0]}
+            )
+            node_id = env.plan.nodes[flow.node].id
+            value = agents.child_input(call, target[1], node_id, list(flow.messages))
+            agents.dispatch_call(s, phase, effect, flow.node, target[0], value)
+            continue
         if gate is None:
             flow.pending_tools[seq] = call
             emit_effect(s, phase, effect, CALL_PREFIX + name, call["arguments"])
@@ -215,7 +249,7 @@ def on_resolved(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> bool
     node = s.env.plan.index.get(key.node)
     if node is None:
         return False
-    fkey = flow_key(node)
+    fkey = flow_key(node, key.task_path)
     flow = s.state.abstract_flows.get(fkey)
     if flow is None or flow.attempt != key.attempt or key.task_path != flow.task_path:
         return False
@@ -359,7 +393,7 @@ def backoff_elapsed(s: StepContext, phase: OpenPhase, timer: JournalKey) -> bool
     """A retry wait of a loop elapsed: turn again, or try its tool call again; False if
     no loop owns ``timer``."""
     node = s.env.plan.index.get(timer.node)
-    flow = None if node is None else s.state.abstract_flows.get(flow_key(node))
+    flow = None if node is None else s.state.abstract_flows.get(flow_key(node, timer.task_path))
     if flow is None or flow.attempt != timer.attempt or flow.task_path != timer.task_path:
         return False
     seq = flow.retry_of.pop(timer.effect_seq, None)
@@ -373,7 +407,12 @@ def backoff_elapsed(s: StepContext, phase: OpenPhase, timer: JournalKey) -> bool
 def settle_idle_answers(s: StepContext) -> None:
     """Final answers that found steering messages waiting, in node order: the first loop
     takes every message as user entries and goes on (§6.7); the others finish."""
-    for fkey, turn in sorted(s.idle_answers, key=lambda answer: int(answer[0])):
+
+    def order(answer: tuple[str, int]) -> tuple[int, str]:
+        flow = s.state.abstract_flows[answer[0]]
+        return (flow.node, flow.task_path)
+
+    for fkey, turn in sorted(s.idle_answers, key=order):
         flow = s.state.abstract_flows[fkey]
         if s.state.inbox:
             for message in s.state.inbox:
@@ -439,6 +478,9 @@ def _finish(s: StepContext, fkey: str, flow: AbstractFlow, result: Any) -> None:
     del s.state.abstract_flows[fkey]
     phase = s.state.phase
     assert isinstance(phase, OpenPhase)
+    if flow.task_path:
+        finish_task(s, phase, flow.task_path, result)
+        return
     move(s.state, flow.node, Move.COMPLETED)
     phase.results[flow.node] = result
 
@@ -489,8 +531,16 @@ def _on_tool_calls(
         flow.need = NEXT_TURN
         return
     problems = []
+    spec = env.executors[flow.node].spec
+    several = "agents" in spec or "handoffs" in spec
     for call in calls:
-        problem = env.validate_args(str(call["name"]), call.get("arguments"))
+        name = str(call["name"])
+        if several and agents.target_of(spec, name) is not None:
+            problem = agents.problem(spec, s.state.run_id, name, call.get("arguments"))
+            if problem is None and name.startswith(agents.HANDOFF_PREFIX) and len(calls) > 1:
+                problem = "a transfer must be the only call of its answer"
+        else:
+            problem = env.validate_args(name, call.get("arguments"))
         if problem is not None:
             problems.append((call, problem))
     if problems:
@@ -548,12 +598,20 @@ def _on_tool(
     s: StepContext, flow: AbstractFlow, seq: int, outcome: EffectOutcome, key: JournalKey
 ) -> None:
     call = flow.pending_tools[seq]
+    if "handoff" in call and isinstance(outcome, Completed):
+        # The receiving agent had the last word: its answer is this node's result.
+        fkey = flow_key(flow.node, flow.task_path)
+        flow.pending_tools = {}
+        _finish(s, fkey, flow, outcome.result)
+        return
     if call.get("gate") == "approval":
         if _on_approval(s, flow, seq, outcome):
             return
     elif isinstance(outcome, Completed):
         flow.round_results[seq] = {"content": outcome.result, "is_error": False}
-    elif call.get("gate") is None and _retry_call(s, flow, seq, key, outcome):
+    elif (
+        call.get("gate") is None and "agent" not in call and _retry_call(s, flow, seq, key, outcome)
+    ):
         return
     else:
         flow.round_results[seq] = {

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plait.core.canonical import JSON
 from plait.core.env import Reducer, StepEnv
 from plait.core.events import Command, Dispatch, WriteIntent
 from plait.core.keys import JournalKey
-from plait.core.node_states import Move, move
+from plait.core.node_states import Move, NodeState, move
+from plait.core.pending import TaskState
 from plait.core.state import OpenPhase, SchedulerState
 
 
@@ -85,3 +87,17 @@ def note_ended(s: StepContext, field_name: str, entries: list[Any], entry: dict[
     while at > mark and rank(entries[at - 1]) > rank(entry):
         at -= 1
     entries.insert(at, entry)
+
+
+def finish_task(s: StepContext, phase: OpenPhase, path: str, result: JSON) -> None:
+    """A task finished with ``result``; the last task of its target settles the target."""
+    state = s.state
+    task = state.send_tasks[path]
+    task.state = TaskState.DONE
+    phase.send_results[path] = result
+    node = task.node
+    if state.node_state[node] == NodeState.DISPATCHED and all(
+        t.state == TaskState.DONE for t in state.send_tasks.values() if t.node == node
+    ):
+        move(state, node, Move.DRAINED)
+        phase.results.setdefault(node, None)

@@ -274,9 +274,11 @@ def _carry_in_place(moved: SchedulerState, state: SchedulerState, matching: Matc
     }
     moved.announced_asks = set(state.announced_asks)
     moved.abstract_flows = {
-        (str(_placed(nodes, flow.node)) if key == str(flow.node) else key): replace(
-            flow, node=_placed(nodes, flow.node)
-        )
+        (
+            str(_placed(nodes, flow.node)) + flow.task_path
+            if key == str(flow.node) + flow.task_path
+            else key
+        ): replace(flow, node=_placed(nodes, flow.node))
         for key, flow in state.abstract_flows.items()
     }
     moved.send_tasks = {

@@ -45,6 +45,8 @@ class PendingAsk:
     """A timer's wake time (Unix ms)."""
     child: str | None = json_field(omit_default=True, default=None)
     """A child run's id."""
+    agent: str | None = json_field(omit_default=True, default=None)
+    """For an agent call or handoff (``core/agents.py``): the node the child runs."""
     tool_call_id: JSON | Absent = json_field(omit_default=True, default=ABSENT)
     """The model's id of the tool call an ask gates (absent for an ask node's ask)."""
     backoff: bool = json_field(omit_default=True, default=False)

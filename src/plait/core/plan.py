@@ -171,8 +171,13 @@ def build_plan(
     nodes: Sequence[NodeSpec],
     edges: Sequence[EdgeSpec],
     reducers: Mapping[str, str] | None = None,
+    *,
+    detached: frozenset[str] = frozenset(),
 ) -> Plan:
-    """Validate and index a graph; raises PlaitError carrying every problem found."""
+    """Validate and index a graph; raises PlaitError carrying every problem found.
+
+    ``detached``: nodes that run only as child runs (agents and handoff targets, named by
+    another node): one of them without in-edges needs no path from the entry."""
     problems: list[Problem] = []
     reducers = dict(reducers or {})
     if not nodes:
@@ -273,7 +278,11 @@ def build_plan(
             if not seen[w]:
                 seen[w] = True
                 frontier.append(w)
-    unreachable = [nodes[i].id for i in range(n) if not seen[i]]
+    unreachable = [
+        nodes[i].id
+        for i in range(n)
+        if not seen[i] and not (nodes[i].id in detached and not in_edges[i])
+    ]
     for name in unreachable:
         problems.append(
             Problem("E003", f"node '{name}': unreachable from the entry '{nodes[0].id}'", node=name)

@@ -1,4 +1,4 @@
-"""Send fan-out (docs/architecture.md §3.8): a result's ``$send`` spawns tasks of a tool node.
+"""Send fan-out (docs/architecture.md §3.8): a result's ``$send`` spawns tasks of a node.
 
 At close, before reducing, each result (static ones by node index, then task
 results by path) is checked for the reserved key ``$send``: a list of
@@ -6,26 +6,30 @@ results by path) is checked for the reserved key ``$send``: a list of
 ``parent/NNNNNN`` (a per-parent counter, monotone for the whole run), its target
 set to Dispatched. Tasks run with their own input, attempts and retries; when
 every task of a target is done, the target is DoneOk and its out-edges evaluate
-at that close: the join.
+at that close: the join. A target is a tool node (one effect per task), an abstract
+node (one LLM loop per task, its first entry built from the task's input: a fan-out of
+agents) or a subgraph (one child run per task, §3.9).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from plait.core import retry
+from plait.core import llm_loop, retry
+from plait.core.asks import SUBGRAPH_PREFIX
 from plait.core.canonical import JSON
-from plait.core.keys import JournalKey
-from plait.core.machine import StepContext, emit_effect, fail_node, fail_task
-from plait.core.node_states import Move, NodeState, move
+from plait.core.keys import JournalKey, call_id, child_run_id
+from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task
+from plait.core.node_states import Move, move
 from plait.core.outcomes import Completed, EffectOutcome
-from plait.core.pending import SendTask, TaskState
+from plait.core.pending import PendingAsk, SendTask, TaskState
 from plait.core.state import OpenPhase
 
 SEND_KEY = "$send"
 MAX_ENTRIES = 4096
 MAX_ORDINAL = 999_999
 QUEUED, RUNNING, DONE = TaskState.QUEUED, TaskState.RUNNING, TaskState.DONE
+SENDABLE = ("tool", "abstract", "subgraph")
 
 
 def _problem(s: StepContext, spawner: int, entries: Any) -> str | None:
@@ -43,8 +47,11 @@ def _problem(s: StepContext, spawner: int, entries: Any) -> str | None:
         target = plan.index.get(entry["node"])
         if target is None:
             return f"$send entry {n} names unknown node '{entry['node']}'"
-        if executors[target].kind != "tool":
-            return f"$send entry {n}: target '{entry['node']}' is not a tool node"
+        if executors[target].kind not in SENDABLE:
+            return (
+                f"$send entry {n}: target '{entry['node']}' is not a tool, abstract or"
+                " subgraph node"
+            )
         if target == spawner:
             return f"$send entry {n}: a node cannot send to itself"
     return None
@@ -106,7 +113,16 @@ def dispatch_task(s: StepContext, phase: OpenPhase, path: str) -> None:
     node = task.node
     key = JournalKey(state.run_id, path, s.env.plan.nodes[node].id, task.attempt, 0, "tool")
     phase.record.task_dispatched.append([path, task.attempt])
-    emit_effect(s, phase, key, s.env.executors[node].name, task.input)
+    kind = s.env.executors[node].kind
+    if kind == "abstract":
+        llm_loop.start_task_flow(s, node, path, task.attempt, task.input)
+    elif kind == "subgraph":
+        state.pending_asks[call_id(key)] = PendingAsk(
+            key, node, child=child_run_id(state.run_id, key)
+        )
+        emit_effect(s, phase, key, SUBGRAPH_PREFIX + s.env.executors[node].name, task.input)
+    else:
+        emit_effect(s, phase, key, s.env.executors[node].name, task.input)
 
 
 def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: EffectOutcome) -> None:
@@ -116,9 +132,15 @@ def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: Eff
         return
     node = task.node
     if isinstance(outcome, Completed):
-        task.state = DONE
-        phase.send_results[key.task_path] = outcome.result
-    elif state.cancel is None and (policy := retry.policy_of(s, node)).allows(
+        finish_task(s, phase, key.task_path, outcome.result)
+        return
+    if s.env.executors[node].kind == "subgraph":
+        task.state = DONE  # a child run is never retried (§3.3)
+        fail_task(
+            s, node, key.task_path, f"{outcome.cause}: {outcome.detail} (task {key.task_path})"
+        )
+        return
+    if state.cancel is None and (policy := retry.policy_of(s, node)).allows(
         task.attempt, outcome, "tool"
     ):
         # A task-scoped retry, inside this superstep: at once, or after a durable wait
@@ -134,12 +156,6 @@ def resolve_task(s: StepContext, phase: OpenPhase, key: JournalKey, outcome: Eff
         task.state = DONE
         detail = f"{outcome.cause}: {outcome.detail} (task {key.task_path})"
         fail_task(s, node, key.task_path, detail)
-        return
-    if state.node_state[node] == NodeState.DISPATCHED and all(
-        t.state == DONE for t in state.send_tasks.values() if t.node == node
-    ):
-        move(state, node, Move.DRAINED)
-        phase.results.setdefault(node, None)
 
 
 def retry_task(s: StepContext, timer: JournalKey) -> None:

@@ -191,18 +191,19 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         spent.input_tokens += usage.input_tokens
         spent.output_tokens += usage.output_tokens
         spent.usd_micros += usage.usd_micros
-    if key.task_path:
-        send.resolve_task(s, phase, key, outcome)
-        return
-    if state.abstract_flows and llm_loop.on_resolved(s, key, outcome):
-        return
-    if s.env.executors[node].kind == "subgraph":
-        state.pending_asks.pop(call_id(key), None)  # the child finished within the wave
+    entry = state.pending_asks.get(call_id(key)) if state.pending_asks else None
+    if entry is not None and entry.child is not None:
+        del state.pending_asks[call_id(key)]  # the child finished within the wave
         if state.paused_at is not None:
             # No park after all: the child ran to its end inside the wave, on the parent's
             # active time (a child that parks is waited for, as elapsed time only).
             state.wall_open = state.paused_at
             state.paused_at = None
+    if state.abstract_flows and llm_loop.on_resolved(s, key, outcome):
+        return
+    if key.task_path:
+        send.resolve_task(s, phase, key, outcome)
+        return
     if state.node_state[node] not in (DISPATCHED, AWAITING_CLIENT):
         return  # a straggler must never flip a settled node
     if isinstance(outcome, Completed):
@@ -237,9 +238,11 @@ def _backoff_elapsed(s: StepContext, key: JournalKey, outcome: EffectOutcome) ->
     state.spent.storage_bytes += journal_bytes(outcome)
     if state.cancel is not None:
         return  # canceled meanwhile: nothing more is tried
+    if state.abstract_flows and llm_loop.backoff_elapsed(s, phase, key):
+        return
     if key.task_path:
         send.retry_task(s, key)
-    elif not llm_loop.backoff_elapsed(s, phase, key):
+    else:
         node = s.env.plan.index[key.node]
         if state.node_state[node] == DISPATCHED:
             move(state, node, Move.RETRIED)

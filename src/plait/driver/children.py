@@ -10,13 +10,15 @@ driver then drives on to settle what the child did.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any, Protocol
 
+from plait.core.agents import AGENT_PREFIX
 from plait.core.env import StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import Event, ResponseSettled
 from plait.core.keys import JournalKey, child_run_id
-from plait.core.outcomes import Completed, EffectOutcome, Failed
+from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
 from plait.core.state import SchedulerState
 from plait.driver.dispatcher import ChildRunner
 from plait.driver.durable import DurableJournal
@@ -60,6 +62,17 @@ def child_runner(host: Host, runs: Runs, run_id: str, definition: RunDefinition)
                 value = _intent_input(host, key)  # or a fork's, from its base's journal
             child = host.definitions.child(definition, path)
             result = await runs.start_definition(child, value, run_id=child_id, parent=run_id)
+        if result.status == "completed" and path.startswith(AGENT_PREFIX):
+            # An agent's answer, without the reserved keys it started from; what it
+            # spent is charged to the parent (its budgets count the whole tree).
+            answer = {k: v for k, v in result.context.items() if not k.startswith("$")}
+            spent = result.spent
+            usage = Usage(
+                int(spent.get("input_tokens", 0)),
+                int(spent.get("output_tokens", 0)),
+                int(spent.get("usd_micros", 0)),
+            )
+            return Completed(answer, usage)
         if result.status == "completed":
             return Completed(result.context)
         if result.status in ("parked", "running"):
@@ -90,16 +103,21 @@ async def settle_children(
     children: ChildRunner,
     journal: DurableJournal,
     now: int,
+    journaled: Container[JournalKey] = (),
 ) -> list[Event]:
-    """Resume the children a parked parent waits on; settle those that finished."""
+    """Resume the children a parked parent waits on; settle those that finished.
+
+    A child whose result is already ``journaled`` is left to the replay of the feed that
+    gave it: an agent's loop goes on within its superstep, so the last checkpoint may
+    still list a child the parent has since been given the result of."""
     events: list[Event] = []
     if state.is_terminal():
         return events
     for entry_id, entry in sorted(state.pending_asks.items()):
-        if entry.child is None:
+        if entry.child is None or entry.key in journaled:
             continue
         key = entry.key
-        path = env.executors[entry.node].name
+        path = AGENT_PREFIX + entry.agent if entry.agent else env.executors[entry.node].name
         outcome = await children(key, path, None)
         if outcome is not None:
             journal.result(key, outcome, now)

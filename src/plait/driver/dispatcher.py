@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from plait.core.agents import AGENT_PREFIX
 from plait.core.asks import SUBGRAPH_PREFIX
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey
@@ -44,6 +45,10 @@ class Dispatcher:
         self, dispatch: Dispatch, idempotency_key: str, alone: bool
     ) -> Awaitable[EffectOutcome | None]:
         executor = dispatch.executor
+        if executor.startswith(AGENT_PREFIX):
+            if self._children is None:
+                raise RuntimeError("an agent was called but child runs need a Runtime")
+            return self._children(dispatch.key, executor, dispatch.input)
         if executor.startswith(SUBGRAPH_PREFIX):
             if self._children is None:
                 raise RuntimeError("a subgraph was dispatched but child runs need a Runtime")

@@ -150,7 +150,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         tools = dispatcher_for(definition, llm_keys, children, host.model)
         execute = trace.driving(state, tools, journal.redelivered)
         results = dict(existing.results) if existing else {}
-        settled_children = await settle_children(state, env, children, journal, now)
+        settled_children = await settle_children(state, env, children, journal, now, results)
         events = [*request.events, *settled_children, *settlements(state, results, journal, now)]
         polled = poller(host, run_id, existing)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from plait.core.agents import agent_tool_specs
 from plait.core.canonical import dumps
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey, call_id
@@ -61,7 +62,7 @@ class LlmRunner:
         from plait.models.base import ToolSpec
 
         schemas = definition.tool_schemas
-        return {
+        specs = {
             name: ToolSpec(
                 name=name,
                 description=tool.description,
@@ -70,6 +71,11 @@ class LlmRunner:
             )
             for name, tool in sorted(definition.tools.items())
         }
+        for name, (description, schema) in agent_tool_specs(definition.pinned).items():
+            specs.setdefault(
+                name, ToolSpec(name=name, description=description, input_schema=schema)
+            )
+        return specs
 
     def _ordinal(self, key: JournalKey) -> tuple[int, int]:
         known = self._ordinals.get(key)

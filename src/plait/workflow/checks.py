@@ -34,6 +34,7 @@ from plait.core.plan import NODE_KINDS, EdgeSpec, NodeSpec, Plan, build_plan
 from plait.core.reducers import REDUCERS
 from plait.governance import Flow, check, flow_from_dict
 from plait.tools.python import PYTHON_SPEC
+from plait.workflow.agent_checks import agent_problems, detached, workflow_cycle
 from plait.workflow.located import Place, plain, show
 from plait.workflow.schedule_spec import file_schedule_problems
 
@@ -46,7 +47,9 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 KIND_KEYS = (("tool", "tool"), ("ask", "ask"), ("sleep_s", "timer"), ("workflow", "subgraph"))
 """Which key makes a node which kind; a node setting none of them is abstract (an LLM loop)."""
-_ABSTRACT_ONLY = ("instruction", "tools", "response_schema", "flow", "tool_results_into")
+_ABSTRACT_ONLY = (
+    "instruction", "tools", "response_schema", "flow", "tool_results_into", "agents", "handoffs",
+)  # fmt: skip
 
 
 def node_kind(
@@ -192,7 +195,7 @@ NODE_RULES: dict[str, Rule] = {
     "tool": _NAME, "retries": _integer(0), "instruction": _TEXT, "tools": _strings(False),
     "response_schema": _schema, "flow": _FLOW, "tool_results_into": _NAME, "ask": _MAPPING,
     "sleep_s": _number(False, MAX_SECONDS), "workflow": _NAME, "writes": _strings(False),
-    "retry": _MAPPING,
+    "retry": _MAPPING, "agents": _strings(False), "handoffs": _strings(False),
 }  # fmt: skip
 TOOL_RULES: dict[str, Rule] = {
     "python": _PYTHON, "command": _strings(True), "mcp": _MAPPING, "description": _TEXT,
@@ -205,7 +208,7 @@ LLM_RULES: dict[str, Rule] = {
     "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
     "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
     "timeout_s": _number(True, MAX_SECONDS), "max_retries": _integer(0),
-    "fallback": _strings(True),
+    "fallback": _strings(True), "max_agent_depth": _integer(1),
 }  # fmt: skip
 PRICE_RULES: dict[str, Rule] = {
     "input_per_mtok": _number(False, MAX_PRICE), "output_per_mtok": _number(False, MAX_PRICE),
@@ -317,6 +320,12 @@ def judge(wf: Workflow, require_model: bool) -> tuple[list[Issue], list[Issue], 
     for i, node in enumerate(wf.nodes):
         errors, _ = _flow_findings(wf, i, node)
         j.issues += errors
+    cycle = workflow_cycle(wf)
+    if cycle is not None:
+        first = next(i for i, n in enumerate(wf.nodes) if n.id == cycle[0])
+        why = f"a cycle of agents {' -> '.join(cycle)} has no bound; set llm.max_agent_depth"
+        key = "agents" if cycle[1] in (wf.nodes[first].agents or ()) else "handoffs"
+        j.add("E002", f"node '{cycle[0]}': {why}", ("nodes", first, key))
     edges = [_judge_edge(j, i, edge) for i, edge in enumerate(wf.edges)]
     plan_issues, plan = _plan(wf, edges)
     return _pinpoint(wf, j.issues), _pinpoint(wf, plan_issues), plan
@@ -413,6 +422,8 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
             j.add("E004", f"{where}: unknown tool '{name}'{_tool_hint(name, wf)}", (*place, key))
     if isinstance(node.workflow, str) and not (wf.base_dir / node.workflow).is_file():
         j.add("E004", f"{where}: workflow file '{node.workflow}' not found", (*place, "workflow"))
+    for problem, key in agent_problems(wf, node):
+        j.add("E004", f"{where}: {problem}", (*place, key))
 
 
 def _judge_retry(j: _Judge, policy: Any, where: str, place: Place) -> None:
@@ -562,7 +573,8 @@ def _plan(wf: Workflow, edges: list[EdgeSpec | None]) -> tuple[list[Issue], Plan
     if not specs:
         return issues, None
     try:
-        plan = build_plan(specs, [e for _, e in kept], reducers)
+        named = detached({k: getattr(n, k) for k in ("agents", "handoffs")} for n in wf.nodes)
+        plan = build_plan(specs, [e for _, e in kept], reducers, detached=named)
     except PlaitError as exc:
         for p in exc.problems:
             place: Place = ()

@@ -96,6 +96,10 @@ class NodeDef:
     sleep_s: float | None = None
     workflow: str | None = None
     writes: tuple[str, ...] = ()
+    agents: tuple[str, ...] | None = None
+    """Abstract nodes this one offers as tools (each call a child run, ``core/agents.py``)."""
+    handoffs: tuple[str, ...] | None = None
+    """Abstract nodes this one may hand its conversation to (``transfer_to_<id>``)."""
     retry: Mapping[str, Any] | None = None
     """A retry policy (file units); the workflow's ``retry:`` fills in what it leaves out."""
 
@@ -236,8 +240,11 @@ class Workflow:
         workflow: str | None = None,
         writes: Sequence[str] = (),
         retry: Mapping[str, Any] | None = None,
+        agents: Sequence[str] | None = None,
+        handoffs: Sequence[str] | None = None,
     ) -> Workflow:
-        """Add a node; a function given as ``tool`` (or in ``tools``) is registered as a tool."""
+        """Add a node; a function given as ``tool`` (or in ``tools``) is registered as a tool.
+        ``agents``/``handoffs`` name other abstract nodes (docs/llm-nodes.md "Several agents")."""
         wf = self
         tool_name = None
         if tool is not None:
@@ -265,6 +272,8 @@ class Workflow:
             workflow=workflow,
             writes=tuple(writes),
             retry=retry,
+            agents=tuple(agents) if agents is not None else None,
+            handoffs=tuple(handoffs) if handoffs is not None else None,
         )
         return dataclasses.replace(wf, nodes=(*wf.nodes, node))
 

@@ -231,7 +231,7 @@ class _Reader:
                 for _, message in found:
                     self.add(code, f"{where}: {message}", ("nodes", i, "flow"))
             settings = {key: plain(item.get(key)) for key in NODE_KEYS if key not in ("id", "flow")}
-            for key in ("tools", "writes"):
+            for key in ("tools", "writes", "agents", "handoffs"):
                 if isinstance(settings[key], list):
                     settings[key] = tuple(settings[key])
             settings["retries"] = 0 if settings["retries"] is None else settings["retries"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.core.env import DEFAULT_MAX_SUPERSTEPS, Budgets, NodeExecutor
 from plait.core.plan import EdgeSpec, NodeSpec, Plan, build_plan
+from plait.workflow.agent_checks import detached
 from plait.workflow.located import plain
 
 if TYPE_CHECKING:
@@ -121,6 +122,12 @@ def node_executor(wf: Workflow, node: NodeDef) -> NodeExecutor:
             spec[key] = plain(value)
     if node.flow is not None:
         spec["flow"] = _flow_json(node.flow)
+    for key in ("agents", "handoffs"):  # several agents: pinned only where used
+        value = getattr(node, key)
+        if value:
+            spec[key] = list(value)
+    if (node.agents or node.handoffs) and (wf.llm or {}).get("max_agent_depth") is not None:
+        spec["max_depth"] = int((wf.llm or {})["max_agent_depth"])
     return NodeExecutor("abstract", node.id, spec)
 
 
@@ -177,7 +184,8 @@ def manifest_plan(manifest: Mapping[str, Any]) -> Plan:
     edges = [
         EdgeSpec(e["from"], e["to"], e.get("when"), e.get("max_cycles")) for e in manifest["edges"]
     ]
-    return build_plan(nodes, edges, manifest.get("reducers", {}))
+    named = detached(n["executor"].get("spec") or {} for n in manifest["nodes"])
+    return build_plan(nodes, edges, manifest.get("reducers", {}), detached=named)
 
 
 def manifest_executors(manifest: Mapping[str, Any]) -> tuple[NodeExecutor, ...]:

@@ -73,6 +73,9 @@ def _node(entry: Mapping[str, Any]) -> NodeDef:
         settings["workflow"] = spec["workflow"]
     else:
         settings["tools"] = tuple(spec.get("tools") or ())
+        for key in ("agents", "handoffs"):
+            if spec.get(key) is not None:
+                settings[key] = tuple(spec[key])
         for key in ("instruction", "response_schema", "tool_results_into", "flow"):
             if spec.get(key) is not None:
                 settings[key] = spec[key]

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plait.core.agents import AGENT_PREFIX
 from plait.core.canonical import digest
 from plait.core.env import Budgets
 from plait.core.errors import PlaitError
 from plait.tools.mcp import fetch_catalogue
 from plait.tools.python import input_schema
+from plait.workflow.agent_checks import agent_workflow
 from plait.workflow.definition import ToolDef, Workflow
 from plait.workflow.loader import load_workflow
 from plait.workflow.pinned_plan import workflow_from_pinned
@@ -201,7 +203,10 @@ class Definitions:
             return workflow
 
     def child(self, parent: RunDefinition, path: str) -> RunDefinition:
-        """The workflow file of a subgraph node, relative to the parent's folder."""
+        """The workflow file of a subgraph node, relative to the parent's folder; for
+        ``agent:<node>`` (an agent call or handoff) the parent's node as a workflow."""
+        if path.startswith(AGENT_PREFIX):
+            return definition_of(agent_workflow(parent.workflow, path[len(AGENT_PREFIX) :]))
         return definition_of(load_workflow(parent.base_dir / path))
 
     async def with_catalogue(
