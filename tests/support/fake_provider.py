@@ -7,12 +7,14 @@ streaming knobs make what tests and benchmarks need observable without sleeping 
 test: ``hold`` keeps the last chunk back until ``release`` is set (so a test can see a
 delta while the turn is still in flight), ``sent_first`` is set once the first content
 chunk went out, and ``first_byte_s`` / ``chunk_s`` delay the answer like a real
-provider (benchmarks only).
+provider (benchmarks only: a plain answer waits for all its pieces, a stream sends
+each piece ``chunk_s`` after the one before).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -60,6 +62,8 @@ class FakeProvider:
     paths: list[str] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     sent_first: threading.Event = field(default_factory=threading.Event)
+    arrivals: list[float] = field(default_factory=list)
+    """``time.perf_counter()`` as each request arrived (benchmarks)."""
     held_until_released: list[bool] = field(default_factory=list)
     """For each held stream: whether ``release`` was set before the last chunk went out."""
 
@@ -70,7 +74,12 @@ class FakeProvider:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def setup(self) -> None:
+                super().setup()  # each piece goes out at once, as a provider's do
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_POST(self) -> None:
+                provider.arrivals.append(time.perf_counter())
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 provider.requests.append(body)
                 provider.paths.append(self.path)
@@ -105,6 +114,8 @@ class FakeProvider:
         if self.first_byte_s:
             time.sleep(self.first_byte_s)
         if not body.get("stream"):
+            if self.chunk_s:  # a provider generates the whole answer before it sends it
+                time.sleep(self.chunk_s * max(len(answer.pieces) - 1, 0))
             whole = anthropic_message(answer) if anthropic else openai_completion(answer)
             data = json.dumps(whole).encode()
             handler.send_response(200)
@@ -117,11 +128,14 @@ class FakeProvider:
         handler.send_header("content-type", "text/event-stream")
         handler.end_headers()
         frames = list(anthropic_events(answer) if anthropic else openai_chunks(answer))
+        pieces_sent = 0
         for n, chunk in enumerate(frames):
             if n == len(frames) - 1 and self.hold:
                 self.held_until_released.append(self.release.wait(HOLD_LIMIT_S))
-            elif n and self.chunk_s:
-                time.sleep(self.chunk_s)
+            if _is_text_piece(chunk):
+                if pieces_sent and self.chunk_s:  # the generation time between two pieces
+                    time.sleep(self.chunk_s)
+                pieces_sent += 1
             try:
                 handler.wfile.write(chunk.encode())
                 handler.wfile.flush()
@@ -129,6 +143,11 @@ class FakeProvider:
                 return  # the client went away (a killed process)
             if n == 1:
                 self.sent_first.set()
+
+
+def _is_text_piece(frame: str) -> bool:
+    """Whether an SSE frame carries a piece of answer text (of either API)."""
+    return '"delta": {"content": ' in frame or '"type": "text_delta"' in frame
 
 
 def openai_completion(answer: Answer) -> dict[str, Any]:
