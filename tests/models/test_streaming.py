@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from anthropic import AsyncAnthropic
 
-from plait.models import Delta, ModelRequest, ScriptedModel
+from plait.models import Delta, ModelError, ModelRequest, ScriptedModel
 from plait.models.anthropic import AnthropicModel
 from plait.models.base import ToolSpec
 from plait.models.openai import OpenAIModel
@@ -116,6 +116,25 @@ def test_deltas_arrive_before_the_turn_completes(
 
     assert provider.held_until_released == [True]
     assert response.text == "Hello world." and seen[0] == Delta("text", "Hello")
+
+
+def test_a_server_that_cannot_stream_fails_the_streamed_turn_saying_so(
+    provider: FakeProvider, turn: Callable[..., ModelRequest]
+):
+    provider.ignore_stream = True
+
+    async def streamed() -> Any:
+        model = openai(provider)
+        try:
+            return await model.stream(turn(), lambda delta: None)
+        finally:
+            await model.aclose()
+
+    with pytest.raises(ModelError) as failed:
+        asyncio.run(streamed())
+
+    assert failed.value.cause == "ExecutorError"  # re-sent by the loop, like any unusable answer
+    assert "does the server support stream: true?" in failed.value.detail
 
 
 def test_the_scripted_model_streams_its_answer_in_pieces(turn: Callable[..., ModelRequest]):

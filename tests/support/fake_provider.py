@@ -56,6 +56,8 @@ class FakeProvider:
 
     answers: list[Answer] = field(default_factory=lambda: [Answer(("Hello", " world", "."))])
     hold: bool = False
+    ignore_stream: bool = False
+    """Answer a ``stream`` request with one JSON body, as a server that cannot stream."""
     first_byte_s: float = 0.0
     chunk_s: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -113,7 +115,7 @@ class FakeProvider:
         anthropic = handler.path.endswith("/messages")
         if self.first_byte_s:
             time.sleep(self.first_byte_s)
-        if not body.get("stream"):
+        if not body.get("stream") or self.ignore_stream:
             if self.chunk_s:  # a provider generates the whole answer before it sends it
                 time.sleep(self.chunk_s * max(len(answer.pieces) - 1, 0))
             whole = anthropic_message(answer) if anthropic else openai_completion(answer)

@@ -288,7 +288,10 @@ class ChunkAssembly:
         )
         choice = SimpleNamespace(message=message, finish_reason=self._finish)
         if not self._answered:
-            return SimpleNamespace(choices=[], usage=self._usage, model=model)
+            raise ModelError(
+                "ExecutorError",
+                "the provider's stream held no answer (does the server support stream: true?)",
+            )
         return SimpleNamespace(choices=[choice], usage=self._usage, model=self._model or model)
 
 
