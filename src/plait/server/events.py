@@ -108,9 +108,11 @@ async def journal_events(
     try:
         idle = 0.0
         while True:
+            status, items = await asyncio.to_thread(batch, store, run_id, after)
+            # Drained after the read: a turn's deltas were offered before its result was
+            # committed, and the loop runs those offers before it resumes this read.
             for delta in sub.drain() if sub is not None else ():
                 yield frame("delta", delta.to_json())
-            status, items = await asyncio.to_thread(batch, store, run_id, after)
             for item in items:
                 data = item_json(item)
                 yield frame(data["type"], data, item.seq)
