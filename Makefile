@@ -55,6 +55,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/verify_versions.py
 	$(BIN)/python bench/schedules.py
+	$(BIN)/python bench/streaming.py
 
 clean:
 	rm -rf $(VENV) .plait .pytest_cache .mypy_cache .ruff_cache

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from plait import Agent, RunStatus
 from plait.agent import (
     AgentEvent,
+    ModelDelta,
     RunFinished,
     ToolCallFinished,
     ToolCallStarted,
@@ -85,8 +86,9 @@ def journal_of(db: str, run_id: str) -> str:
 def test_stream_yields_turn_and_tool_events_in_order(scripted, db):
     agent = price_agent(scripted(ANSWERS), db)
 
-    events = asyncio.run(collect(agent, "Price a widget and a gadget.", "run-stream"))
+    streamed = asyncio.run(collect(agent, "Price a widget and a gadget.", "run-stream"))
 
+    events = [e for e in streamed if not isinstance(e, ModelDelta)]  # the next test's
     kinds = [type(e).__name__ for e in events]
     assert kinds == [
         "TurnStarted",
@@ -118,6 +120,30 @@ def test_stream_yields_turn_and_tool_events_in_order(scripted, db):
     assert isinstance(done, RunFinished) and done.state.status is RunStatus.COMPLETED
     assert done.state.structured_output == Answer(total=6249)
     assert agent.verify("run-stream").verified
+
+
+def test_stream_yields_each_turns_deltas_between_its_start_and_finish(scripted, db):
+    agent = price_agent(scripted(ANSWERS), db)
+
+    events = asyncio.run(collect(agent, "Price a widget and a gadget.", "run-deltas"))
+
+    kinds = [type(e).__name__ for e in events]
+    first, second = kinds.index("TurnFinished"), len(kinds) - 1 - kinds[::-1].index("TurnStarted")
+    assert set(kinds[1:first]) == {"ModelDelta"} and kinds[0] == "TurnStarted"
+    assert set(kinds[second + 1 : -2]) == {"ModelDelta"} and kinds[-2:] == [
+        "TurnFinished",
+        "RunFinished",
+    ]
+    deltas = [e for e in events if isinstance(e, ModelDelta)]
+    calls = [d for d in deltas if d.turn == 0]
+    assert {(d.kind, d.index, d.name) for d in calls} == {
+        ("tool_call", 0, "unit_price"),
+        ("tool_call", 1, "unit_price"),
+    }
+    assert "".join(d.text for d in calls if d.index == 1) == '{"item":"gadget"}'
+    answer = "".join(d.text for d in deltas if d.turn == 1)
+    assert answer == '{"total": 6249}' and len([d for d in deltas if d.turn == 1]) == 2
+    assert {d.run_id for d in deltas} == {"run-deltas"}
 
 
 def test_the_journal_is_identical_with_a_slow_reader_an_early_exit_or_none(

@@ -19,6 +19,7 @@ from plait.agent.run_state import (
 )
 from plait.agent.stream import (
     AgentEvent,
+    ModelDelta,
     RunFinished,
     RunStream,
     ToolCallFinished,
@@ -37,6 +38,7 @@ __all__ = [
     "BeforeRequest",
     "DeferredError",
     "HookedModel",
+    "ModelDelta",
     "RunFinished",
     "RunStatus",
     "RunStream",

@@ -27,7 +27,7 @@ from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_reader import read_run_state
 from plait.agent.run_state import AGENT_RECORD, AgentRunState, OutputT
-from plait.agent.stream import Emit, RunStream, ToolEvents, turn_events
+from plait.agent.stream import Emit, RunStream, ToolEvents, delta_events, turn_events
 from plait.core.state import SchedulerState
 from plait.driver.clock import Clock
 from plait.driver.run_view import RunView
@@ -185,11 +185,16 @@ class Agent(Generic[OutputT]):
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> RunStream[OutputT]:
-        """Run ``prompt``, streaming turn and tool events as they happen, then ``RunFinished``.
+        """Run ``prompt``, streaming its events as they happen, then ``RunFinished``.
 
         ``async with agent.run_stream(p) as events: async for event in events: ...``;
-        the run never waits for the reader, and leaving the ``async with`` block
-        waits for the run even if the reader stopped early.
+        each model turn is streamed from the provider: ``TurnStarted``, its
+        ``ModelDelta`` pieces (text, tool-call arguments, thinking) as they arrive,
+        then ``TurnFinished`` with the answer as journaled; ``ToolCallStarted`` and
+        ``ToolCallFinished`` for each tool call. The run never waits for the reader,
+        and leaving the ``async with`` block waits for the run even if the reader
+        stopped early. Deltas are observational: the journal keeps each completed
+        turn only, and a run that crashed mid-turn sends that turn again on resume.
         """
         return RunStream(
             lambda emit: self._start(prompt, run_id, conversation_id, metadata, emit=emit)
@@ -292,6 +297,8 @@ class Agent(Generic[OutputT]):
             observers.append(ToolEvents(run_id, emit))
         observer = _all(observers) if observers else None
         runtime = self._runtime(observer=observer, model=self._model(run_id, emit))
+        if emit is not None:
+            runtime.deltas = delta_events(emit)
         await runtime.start(workflow, {"prompt": prompt}, run_id=run_id)
         return self.state(run_id)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from plait.models.base import Model, ModelError, ModelRequest, ModelResponse
+from plait.models.base import Model, ModelError, ModelRequest, ModelResponse, OnDelta, answer
 
 BeforeRequest = Callable[[ModelRequest], Awaitable[None] | None]
 """Called before each model turn with a copy of the request; may inspect, cannot change it."""
@@ -58,12 +58,20 @@ class HookedModel:
         """How many turns this wrapper actually sent to the model (tests count them)."""
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._turn(request, None)
+
+    async def stream(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
+        """The turn streamed when the real model can (else answered whole); the deltas are
+        the model's own, ``after_response`` still decides what is journaled."""
+        return await self._turn(request, on_delta)
+
+    async def _turn(self, request: ModelRequest, on_delta: OnDelta | None) -> ModelResponse:
         self.turns += 1
         if self._on_turn is not None:
             self._on_turn("started", request, None)
         if self._before is not None:
             await _maybe_await(self._before(copy.deepcopy(request)))
-        response = await self.model.complete(request)
+        response = await answer(self.model, request, on_delta)
         if self._after is not None:
             replaced = await _maybe_await(self._after(copy.deepcopy(request), response))
             if replaced is not None:

@@ -2,6 +2,9 @@
 
 Turn events come from the agent's model wrapper as each turn is sent and
 answered (after the ``after_response`` hook, so they show what is journaled);
+``ModelDelta`` events are the pieces of the turn in flight as the provider streams
+them (text, tool-call arguments, thinking), between its ``TurnStarted`` and
+``TurnFinished``;
 tool events come from the Runtime's observer hook, which sees the core's state
 after every step: a tool call *starts* when its effect is journaled and about
 to run, and *finishes* when its result enters the transcript (in ``effect_seq``
@@ -19,6 +22,7 @@ from typing import Any, Generic
 
 from plait.agent.run_state import AgentRunState, OutputT, ToolCallPart, ToolReturnPart
 from plait.core.state import SchedulerState
+from plait.driver.deltas import TurnDelta
 from plait.models.base import ModelRequest, ModelResponse
 
 
@@ -44,6 +48,20 @@ class TurnFinished:
 
 
 @dataclass(frozen=True)
+class ModelDelta:
+    """A piece of turn ``turn`` as the model streams it: ``kind`` is ``text``,
+    ``tool_call`` (argument JSON of the turn's ``index``-th call, tool ``name``) or
+    ``thinking``. Observation only: ``TurnFinished`` carries the journaled answer."""
+
+    run_id: str
+    turn: int
+    kind: str
+    text: str
+    index: int = 0
+    name: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolCallStarted:
     run_id: str
     call: ToolCallPart
@@ -62,7 +80,9 @@ class RunFinished:
     state: AgentRunState[Any]
 
 
-AgentEvent = TurnStarted | TurnFinished | ToolCallStarted | ToolCallFinished | RunFinished
+AgentEvent = (
+    TurnStarted | ModelDelta | TurnFinished | ToolCallStarted | ToolCallFinished | RunFinished
+)
 Emit = Callable[[AgentEvent], None]
 
 
@@ -139,6 +159,16 @@ def turn_events(
         )
 
     return on_turn
+
+
+def delta_events(emit: Emit) -> Callable[[TurnDelta], None]:
+    """A ``Runtime`` delta observer that emits ``ModelDelta`` events."""
+
+    def on_delta(turn: TurnDelta) -> None:
+        d = turn.delta
+        emit(ModelDelta(turn.run_id, turn.turn, d.kind, d.text, d.index, d.name))
+
+    return on_delta
 
 
 class ToolEvents:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from plait.driver.defaults import default_db
+from plait.driver.deltas import DeltaObserver
 from plait.driver.runtime import Runtime
 from plait.driver.wave import Observer
 
@@ -34,9 +35,16 @@ def runtime(
     *,
     observer: Observer | None = None,
     durability: str | None = None,
+    deltas: DeltaObserver | None = None,
 ) -> Iterator[Runtime]:
     """A Runtime on ``--db`` (or the default store), closed when the verb is done."""
-    rt = Runtime(db or default_db(), principal=principal, observer=observer, durability=durability)
+    rt = Runtime(
+        db or default_db(),
+        principal=principal,
+        observer=observer,
+        durability=durability,
+        deltas=deltas,
+    )
     try:
         yield rt
     finally:

@@ -20,6 +20,7 @@ from rich.status import Status
 
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
+from plait.cli.streaming import DeltaPrinter
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.fork import edit_problem
@@ -161,16 +162,23 @@ def drive(
     db: str | None,
     principal: str | None = None,
     durability: str | None = None,
+    stream: bool = False,
 ) -> RunResult:
     """Drive a run on ``--db`` with the live progress line (on a terminal) until it
-    finishes or parks; Ctrl-C stops it as a crash would (``interrupt_like_a_crash``)."""
-    observer, status = progress(out)
+    finishes or parks; Ctrl-C stops it as a crash would (``interrupt_like_a_crash``).
+    ``stream``: print each model turn as it comes (``DeltaPrinter``) instead of the line."""
+    printer = DeltaPrinter(out) if stream else None
+    observer, status = progress(out) if printer is None else (None, None)
     with (
         interrupt_like_a_crash(out, run_id),
-        runtime(db, principal, observer=observer, durability=durability) as rt,
+        runtime(db, principal, observer=observer, durability=durability, deltas=printer) as rt,
         status if status is not None else contextlib.nullcontext(),
     ):
-        return asyncio.run(work(rt))
+        try:
+            return asyncio.run(work(rt))
+        finally:
+            if printer is not None:
+                printer.finish()
 
 
 def progress(out: Output) -> tuple[Observer | None, Status | None]:
@@ -204,12 +212,17 @@ def run(
     ] = None,
     principal: AsOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Enqueue for a worker.")] = False,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print the model's answers as they come.")
+    ] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Start a run of WORKFLOW and drive it until it finishes or parks."""
     out = Output(json_output)
     with out.reporting():
+        if stream and detach:
+            raise PlaitError("E019", "--stream prints a run this command drives: not with --detach")
         check_run_id(run_id, "--run-id")
         wf = load_workflow(workflow, model)
         # Refused before the store (a new file) is opened.
@@ -229,19 +242,23 @@ def run(
             db,
             principal,
             wf.durability,
+            stream,
         )
     report(out, result)
 
 
 def resume(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print the model's answers as they come.")
+    ] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Continue a run from its last checkpoint (a finished run reports its outcome again)."""
     out = Output(json_output)
     with out.reporting():
-        result = drive(out, run_id, lambda rt: rt.resume(run_id), db)
+        result = drive(out, run_id, lambda rt: rt.resume(run_id), db, stream=stream)
     report(out, result)
 
 

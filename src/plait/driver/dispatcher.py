@@ -15,6 +15,7 @@ from plait.driver.llm_exec import LlmRunner
 from plait.driver.tools_exec import ToolRunner
 
 if TYPE_CHECKING:
+    from plait.driver.deltas import DeltaObserver
     from plait.models.base import Model
     from plait.workflow.run_definition import RunDefinition
 
@@ -67,9 +68,11 @@ def dispatcher_for(
     journaled: list[Any] | None = None,
     children: ChildRunner | None = None,
     model: Model | None = None,
+    deltas: DeltaObserver | None = None,
 ) -> Dispatcher:
     """The dispatcher for one drive; ``journaled``: llm keys already in the journal;
-    ``model``: a model object to call instead of the one the definition's spec names."""
+    ``model``: a model object to call instead of the one the definition's spec names;
+    ``deltas``: who is told the pieces of streamed turns (None: turns are not streamed)."""
     llm_runner = None
     if definition.has_llm:
         if model is None:
@@ -79,5 +82,5 @@ def dispatcher_for(
             model = run_model(
                 definition.model_spec, base_dir=definition.base_dir, settings=settings
             )
-        llm_runner = LlmRunner(definition, model, journaled or [])
+        llm_runner = LlmRunner(definition, model, journaled or [], deltas)
     return Dispatcher(definition, llm_runner, children)

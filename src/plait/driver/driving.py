@@ -147,7 +147,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         llm_keys = forked_llm_keys(host, manifest)
         llm_keys += [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
         children = child_runner(host, runs, run_id, definition)
-        tools = dispatcher_for(definition, llm_keys, children, host.model)
+        tools = dispatcher_for(definition, llm_keys, children, host.model, host.deltas)
         execute = trace.driving(state, tools, journal.redelivered)
         results = dict(existing.results) if existing else {}
         settled_children = await settle_children(state, env, children, journal, now, results)

@@ -20,13 +20,14 @@ from plait.workflow.run_definition import Definitions
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from plait.driver.deltas import DeltaObserver
     from plait.models.base import Model
 
 
 @dataclass(eq=False)
 class Host:
     """A runtime's settings and store; ``model`` is a model object to call instead of the
-    workflow's spec (the Agent's hooked model)."""
+    workflow's spec (the Agent's hooked model); ``deltas`` is told streamed turns' pieces."""
 
     store: Store
     clock: Clock
@@ -36,6 +37,7 @@ class Host:
     model: Model | None = None
     telemetry: bool | TracerProvider | None = None
     definitions: Definitions = field(default_factory=Definitions)
+    deltas: DeltaObserver | None = None
     """Where definitions the driver was not handed come from (pinned, child, catalogue)."""
     _unreleased: dict[str, int] = field(default_factory=dict)  # run id -> a lease token
     _lock: threading.Lock = field(default_factory=threading.Lock)

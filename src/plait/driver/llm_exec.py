@@ -4,7 +4,8 @@ The request is rebuilt purely from what the core journaled (transcript, offered
 tool names, response schema) plus the pinned tool definitions, so a redelivered
 turn sends exactly the same request. Which response a scripted model gives is
 decided by the effect's ordinal among the run's LLM effects in dispatch order,
-counted from the journal (so a redelivered turn gets the same response).
+counted from the journal (so a redelivered turn gets the same response). With a delta
+observer the turn is streamed (``plait.driver.deltas``); the result is the same.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from plait.core.canonical import dumps
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
+from plait.driver.deltas import DeltaObserver, turn_sink
 
 if TYPE_CHECKING:
     from plait.models.base import Model, ModelResponse
@@ -44,9 +46,14 @@ class LlmRunner:
     """Calls the run's model for each ``llm`` dispatch; owns the per-run ordinal counters."""
 
     def __init__(
-        self, definition: RunDefinition, model: Model, journaled: Sequence[JournalKey]
+        self,
+        definition: RunDefinition,
+        model: Model,
+        journaled: Sequence[JournalKey],
+        deltas: DeltaObserver | None = None,
     ) -> None:
         self._model = model
+        self._deltas = deltas
         llm = definition.llm
         self._max_tokens = int(llm.get("max_tokens", 1024))
         self._temperature = llm.get("temperature")
@@ -92,7 +99,7 @@ class LlmRunner:
         return self._complete(dispatch, ordinal)
 
     async def _complete(self, dispatch: Dispatch, ordinal: tuple[int, int]) -> EffectOutcome:
-        from plait.models.base import ModelError, ModelRequest
+        from plait.models.base import ModelError, ModelRequest, answer
 
         value: Mapping[str, Any] = dispatch.input
         folding = "fold" in value
@@ -111,8 +118,10 @@ class LlmRunner:
             ordinal_in_run=ordinal[0],
             ordinal_in_node=ordinal[1],
         )
+        key = dispatch.key
+        on_delta = turn_sink(self._deltas, key.run_id, key.node, request.call_id, ordinal[0])
         try:
-            response = await self._model.complete(request)
+            response = await answer(self._model, request, on_delta)
         except ModelError as exc:
             return Failed(exc.cause, exc.detail)
         except Exception as exc:  # an adapter bug must not take the run down

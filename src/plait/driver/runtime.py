@@ -37,6 +37,7 @@ from plait.workflow.run_definition import RunDefinition, definition_of
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from plait.driver.deltas import DeltaObserver
     from plait.models.base import Model
     from plait.workflow import Workflow
 
@@ -56,6 +57,7 @@ class Runtime:
     model). ``telemetry``: OpenTelemetry spans of every drive (``plait.driver.telemetry``)
     — on by default when ``opentelemetry`` is installed unless ``PLAIT_OTEL=0``; False
     turns them off, a ``TracerProvider`` receives them instead of the global provider.
+    ``deltas``: streams every model turn and tells it each piece (``plait.driver.deltas``).
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class Runtime:
         observer: Observer | None = None,
         model: Model | None = None,
         telemetry: bool | TracerProvider | None = None,
+        deltas: DeltaObserver | None = None,
     ) -> None:
         principal = check_principal(principal or default_principal())
         self.db = db or default_db()
@@ -78,6 +81,7 @@ class Runtime:
         durability = durability or os.environ.get("PLAIT_DURABILITY") or "normal"
         store = store if store is not None else open_store(self.db, durability=durability)
         self.host = Host(store, clock, principal, limit, observer, model, telemetry)
+        self.host.deltas = deltas
 
     # What the runtime works with: its Host's.
     store: Store = _of_host("store")
@@ -86,6 +90,7 @@ class Runtime:
     observer: Observer | None = _of_host("observer")
     model: Model | None = _of_host("model")
     telemetry: bool | TracerProvider | None = _of_host("telemetry")
+    deltas: DeltaObserver | None = _of_host("deltas")
     max_checkpoint_bytes: int = _of_host("max_checkpoint_bytes")
     """Canonical bytes one checkpoint may hold: a drive refuses a larger one (E015)."""
 

@@ -8,10 +8,13 @@ when a spec names them; ``registry`` maps a spec's prefix to its provider;
 
 from plait.models.base import (
     CAUSES,
+    Delta,
     Model,
     ModelError,
     ModelRequest,
     ModelResponse,
+    OnDelta,
+    StreamingModel,
     ToolSpec,
 )
 from plait.models.prices import (
@@ -28,13 +31,16 @@ __all__ = [
     "BUILTIN_PRICES",
     "CAUSES",
     "PROVIDERS",
+    "Delta",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "OnDelta",
     "Price",
     "Provider",
     "ScriptedModel",
+    "StreamingModel",
     "ToolSpec",
     "check_credentials",
     "model_from_spec",

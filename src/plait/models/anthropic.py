@@ -11,6 +11,10 @@ A response schema is asked for in the system text, and an answer wrapped in a
 code fence is unwrapped; the loop checks the schema itself. A turn that stopped
 because the context window filled up (``model_context_window_exceeded``) is
 ContextTooLong like a prompt the API refused, so the loop folds.
+
+``stream`` sends the same request through ``messages.stream``, tells the listener each
+text, tool-input and thinking piece as it comes, and parses the SDK's final message
+exactly as ``complete`` parses its answer, so both journal the same bytes.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from plait.core.canonical import dumps
 from plait.models.base import (
     RAW_ARGUMENTS,
     AdapterSettings,
+    Delta,
     ModelError,
     ModelRequest,
     ModelResponse,
+    OnDelta,
     ToolSpec,
     excerpt,
     provider_failure,
@@ -68,6 +74,23 @@ class AnthropicModel:
             if self.settings.timeout_s is not None:
                 params["timeout"] = self.settings.timeout_s
             message = await self._sdk().messages.create(**params)
+            return parse_message(
+                message, self.model, json_answer=request.response_schema is not None
+            )
+        except Exception as exc:
+            raise model_error(exc, self.endpoint()) from exc
+
+    async def stream(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
+        """The turn through ``messages.stream``: each piece goes to ``on_delta`` as it comes."""
+        try:
+            params = messages_request(request, self.model)
+            if self.settings.timeout_s is not None:
+                params["timeout"] = self.settings.timeout_s
+            tell = StreamDeltas(on_delta)
+            async with self._sdk().messages.stream(**params) as stream:
+                async for event in stream:
+                    tell(event)
+                message = await stream.get_final_message()
             return parse_message(
                 message, self.model, json_answer=request.response_schema is not None
             )
@@ -160,6 +183,30 @@ def parse_message(message: Any, model: str, *, json_answer: bool = False) -> Mod
         stop_reason=message.stop_reason,
         model=message.model or model,
     )
+
+
+class StreamDeltas:
+    """The stream's raw block events as deltas; tool calls are numbered in the turn's order."""
+
+    def __init__(self, on_delta: OnDelta) -> None:
+        self._on_delta = on_delta
+        self._calls: dict[int, tuple[int, str]] = {}  # block index -> (call index, name)
+
+    def __call__(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "content_block_start" and event.content_block.type == "tool_use":
+            call = (len(self._calls), event.content_block.name)
+            self._calls[event.index] = call
+            self._on_delta(Delta("tool_call", "", call[0], call[1]))
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta" and delta.text:
+                self._on_delta(Delta("text", delta.text))
+            elif delta.type == "thinking_delta" and delta.thinking:
+                self._on_delta(Delta("thinking", delta.thinking))
+            elif delta.type == "input_json_delta" and delta.partial_json:
+                index, name = self._calls.get(event.index, (0, None))
+                self._on_delta(Delta("tool_call", delta.partial_json, index, name))
 
 
 def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:

@@ -11,7 +11,7 @@ the clock of the run or the core. Turning a spec string
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -190,6 +190,56 @@ class Model(Protocol):
     spec: str
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+DELTA_KINDS = ("text", "tool_call", "thinking")
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A piece of a turn as the provider streams it: observation only, never journaled.
+
+    ``kind`` is ``text`` (answer text), ``tool_call`` (a piece of a call's argument
+    JSON; ``index`` says which call of the turn, ``name`` is the tool's once it is known) or
+    ``thinking`` (reasoning text, where the provider sends it).
+    """
+
+    kind: str
+    text: str
+    index: int = 0
+    name: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "text": self.text}
+        if self.kind == "tool_call":
+            data["index"] = self.index
+            if self.name is not None:
+                data["name"] = self.name
+        return data
+
+
+OnDelta = Callable[[Delta], None]
+"""Told each delta of a streamed turn, in order; it must not block (it runs on the drive's loop)."""
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also stream a turn: ``stream`` tells ``on_delta`` each piece as it
+    comes and returns exactly the ``ModelResponse`` that ``complete`` would have (so the
+    journaled result has the same bytes whether or not anyone watched)."""
+
+    async def stream(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse: ...
+
+
+async def answer(model: Model, request: ModelRequest, on_delta: OnDelta | None) -> ModelResponse:
+    """One turn of ``model``: streamed to ``on_delta`` when there is one and the model can
+    stream, else an ordinary ``complete`` (deltas are observational; a model without
+    ``stream`` just sends none)."""
+    stream = getattr(model, "stream", None)
+    if on_delta is None or stream is None:
+        return await model.complete(request)
+    response: ModelResponse = await stream(request, on_delta)
+    return response
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from plait.models.base import Model, ModelError, ModelRequest, ModelResponse
+from plait.models.base import Model, ModelError, ModelRequest, ModelResponse, OnDelta, answer
 
 PASSED_ON = frozenset({"ProviderError"})
 """The causes that send a turn on to the next model."""
@@ -29,10 +29,18 @@ class FallbackModel:
         self.spec = models[0].spec
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self._ask(request, None)
+
+    async def stream(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
+        """Streams from whichever model answers (one that failed may have sent some pieces:
+        deltas are observational, the journal keeps the answer only)."""
+        return await self._ask(request, on_delta)
+
+    async def _ask(self, request: ModelRequest, on_delta: OnDelta | None) -> ModelResponse:
         failed: list[dict[str, str]] = []
         for model in self.models:
             try:
-                response = await model.complete(request)
+                response = await answer(model, request, on_delta)
             except ModelError as exc:
                 if exc.cause not in PASSED_ON:
                     raise

@@ -8,6 +8,11 @@ results, so a failed tool result is sent as ``Error: <content>``. Tool-call
 arguments that are not a JSON object are kept as ``{"_raw": <text>}``: the
 loop's argument check then sends the model a corrective re-prompt, and the raw
 text goes back to the provider verbatim if the transcript is sent again.
+
+``stream`` sends the same request with ``stream: true`` (usage included), tells the
+listener each text, tool-argument and reasoning piece as it comes, and assembles the
+chunks into the completion ``parse_completion`` reads, so a streamed turn journals the
+bytes a plain one would.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import openai
@@ -24,9 +30,11 @@ from plait.core.canonical import CanonicalJSONError, dumps, loads
 from plait.models.base import (
     RAW_ARGUMENTS,
     AdapterSettings,
+    Delta,
     ModelError,
     ModelRequest,
     ModelResponse,
+    OnDelta,
     ToolSpec,
     excerpt,
     provider_failure,
@@ -68,6 +76,20 @@ class OpenAIModel:
             params = chat_request(request, self.model, compatible=self.compatible)
             completion = await self._sdk().chat.completions.create(**params)
             return parse_completion(completion, self.model, request.call_id)
+        except Exception as exc:
+            raise model_error(exc, self.endpoint()) from exc
+
+    async def stream(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
+        """The turn with ``stream: true``: each piece goes to ``on_delta`` as it arrives."""
+        try:
+            params = chat_request(request, self.model, compatible=self.compatible)
+            params["stream"] = True
+            params["stream_options"] = {"include_usage": True}
+            chunks = ChunkAssembly(on_delta)
+            stream = await self._sdk().chat.completions.create(**params)
+            async for chunk in stream:
+                chunks.add(chunk)
+            return parse_completion(chunks.completion(self.model), self.model, request.call_id)
         except Exception as exc:
             raise model_error(exc, self.endpoint()) from exc
 
@@ -185,6 +207,92 @@ def parse_completion(completion: Any, model: str, turn: str = "") -> ModelRespon
         stop_reason=choice.finish_reason,
         model=completion.model or model,
     )
+
+
+class ChunkAssembly:
+    """Streamed ``ChatCompletionChunk``s put back together as one completion.
+
+    Only the first choice counts (plait asks for one). Tool calls are gathered by their
+    ``index``: the first piece carries the id and name, later ones more argument text.
+    Some compatible servers send reasoning as ``reasoning_content`` or ``reasoning``: it
+    is told as ``thinking`` and, as in a plain completion, not kept.
+    """
+
+    def __init__(self, on_delta: OnDelta) -> None:
+        self._on_delta = on_delta
+        self._text: list[str] | None = None
+        self._refusal: list[str] | None = None
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._finish: str | None = None
+        self._model: str | None = None
+        self._usage: Any = None
+        self._answered = False  # a first choice came
+
+    def add(self, chunk: Any) -> None:
+        if isinstance(chunk, str | bytes):  # a stream that is not chunks of JSON
+            raise ModelError(
+                "ExecutorError", f"the provider's stream is not JSON: {excerpt(chunk)}"
+            )
+        self._model = getattr(chunk, "model", None) or self._model
+        self._usage = getattr(chunk, "usage", None) or self._usage
+        for choice in getattr(chunk, "choices", None) or ():
+            if choice.index != 0:
+                continue
+            self._answered = True
+            self._finish = choice.finish_reason or self._finish
+            self._delta(choice.delta)
+
+    def _delta(self, delta: Any) -> None:
+        if delta is None:
+            return
+        extra = getattr(delta, "model_extra", None) or {}
+        thinking = extra.get("reasoning_content") or extra.get("reasoning")
+        if isinstance(thinking, str) and thinking:
+            self._on_delta(Delta("thinking", thinking))
+        if delta.content is not None:
+            self._text = (self._text or []) + [delta.content]
+            if delta.content:
+                self._on_delta(Delta("text", delta.content))
+        if getattr(delta, "refusal", None):
+            self._refusal = (self._refusal or []) + [delta.refusal]
+            self._on_delta(Delta("text", delta.refusal))
+        for piece in delta.tool_calls or ():
+            call = self._calls.setdefault(piece.index, {"id": None, "name": None, "args": []})
+            function = piece.function
+            call["id"] = call["id"] or piece.id
+            named = function is not None and function.name and not call["name"]
+            if named:
+                call["name"] = function.name
+            arguments = (function.arguments if function is not None else None) or ""
+            if arguments or named:
+                self._on_delta(Delta("tool_call", arguments, piece.index, call["name"]))
+            if arguments:
+                call["args"].append(arguments)
+
+    def completion(self, model: str) -> Any:
+        """The chunks as the ``ChatCompletion`` a plain request would have answered."""
+        calls = [
+            SimpleNamespace(
+                id=call["id"],
+                function=SimpleNamespace(name=call["name"] or "", arguments="".join(call["args"])),
+            )
+            for _, call in sorted(self._calls.items())
+        ]
+        text = None if self._text is None else "".join(self._text)
+        if text == "" and calls:
+            text = None  # an empty opening piece of a tool-call turn: a plain answer says null
+        message = SimpleNamespace(
+            content=text,
+            refusal=None if self._refusal is None else "".join(self._refusal),
+            tool_calls=calls or None,
+        )
+        choice = SimpleNamespace(message=message, finish_reason=self._finish)
+        if not self._answered:
+            raise ModelError(
+                "ExecutorError",
+                "the provider's stream held no answer (does the server support stream: true?)",
+            )
+        return SimpleNamespace(choices=[choice], usage=self._usage, model=self._model or model)
 
 
 def parse_arguments(text: str | None) -> dict[str, Any]:

@@ -10,23 +10,30 @@ derive from the turn's call id, never from randomness.
 The file is read and checked once, when the model is made (a malformed file is
 PLAIT-E019 naming the response); ``complete`` only indexes, so a thousand-turn
 benchmark pays for parsing once. It never reads the transcript or the clock.
+
+``stream`` answers the same response in deterministic pieces — the text word by word,
+each call's arguments (canonical JSON) in ``ARGUMENT_CHUNK``-character pieces — so
+tests and demos show streaming offline.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.canonical import CanonicalJSONError, dumps, loads
 from plait.core.errors import PlaitError, Problem
-from plait.models.base import ModelError, ModelRequest, ModelResponse
+from plait.models.base import Delta, ModelError, ModelRequest, ModelResponse, OnDelta
 
 RESPONSE_KEYS = ("text", "tool_calls", "usage", "error")
 TOOL_CALL_KEYS = ("name", "arguments")
 USAGE_KEYS = ("input_tokens", "output_tokens")
+ARGUMENT_CHUNK = 8
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
 ERRORS = {
     "timeout": "Timeout",
     "context_too_long": "ContextTooLong",
@@ -105,6 +112,19 @@ class ScriptedModel:
             raise PlaitError.from_problems([Problem("E019", p) for p in problems])
         return model
 
+    async def stream(self, request: ModelRequest, on_delta: OnDelta) -> ModelResponse:
+        """``complete``'s answer, told in pieces first: text by words, arguments by chunks."""
+        response = await self.complete(request)
+        for piece in text_pieces(response.text or ""):
+            on_delta(Delta("text", piece))
+        for index, call in enumerate(response.tool_calls):
+            arguments = dumps(call["arguments"])
+            on_delta(Delta("tool_call", "", index, call["name"]))
+            for start in range(0, len(arguments), ARGUMENT_CHUNK):
+                piece = arguments[start : start + ARGUMENT_CHUNK]
+                on_delta(Delta("tool_call", piece, index, call["name"]))
+        return response
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The scripted answer of this turn, or the scripted failure as a ``ModelError``."""
         if self._by_run is not None:
@@ -139,6 +159,11 @@ class ScriptedModel:
             stop_reason=None,
             model=self.spec,
         )
+
+
+def text_pieces(text: str) -> list[str]:
+    """``text`` word by word, spaces kept, so the pieces join back to exactly ``text``."""
+    return _WORDS.findall(text)
 
 
 def _responses(items: list[Any], where: str, problems: list[str]) -> tuple[ScriptedResponse, ...]:

@@ -20,6 +20,7 @@ from plait.driver.defaults import default_db, default_principal
 from plait.driver.worker import DEFAULT_POLL_MS
 from plait.server import commands, console, driving, errors, events, reading, schedules
 from plait.server.auth import Access
+from plait.server.deltas import DeltaHub
 from plait.server.drivers import DEFAULT_CONCURRENCY, ServerDrivers, log_to_stderr
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.server.paths import EncodedSegments
@@ -63,6 +64,7 @@ def create_app(
         raise ValueError("create_app needs a non-empty token")
     access = Access(token, principal or default_principal(), bound)
     url = db or default_db()
+    hub = DeltaHub()
     drivers = ServerDrivers(
         url,
         access.principal,
@@ -70,6 +72,7 @@ def create_app(
         concurrency=worker_concurrency,
         poll_ms=worker_poll_ms,
         log=log,
+        deltas=hub,
     )
 
     @asynccontextmanager
@@ -96,6 +99,7 @@ def create_app(
         stopping or never_stopping,
         max_body_bytes,
         drivers,
+        hub,
     )
     errors.install(app)
     for module in (reading, commands, driving, events, schedules):  # each through ApiRoute

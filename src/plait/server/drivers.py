@@ -14,6 +14,8 @@ Theory of operation:
 - **Waiting for a drive.** ``POST /runs?wait=`` reads the run's status again whenever a
   drive of this server ends (``wait_for_drive``), and at least every ``poll_s`` for
   drives of other processes.
+- **Deltas.** The turns a loop drives stream to the server's ``DeltaHub`` while an event
+  stream watches their run (``server.deltas``).
 - **Stopping.** ``stop`` (the app's lifespan ends: SIGTERM, Ctrl-C) stops claiming and
   waits for the drives in flight to finish or park, as ``plait worker`` does on SIGTERM.
 
@@ -26,6 +28,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from plait.driver.deltas import DeltaObserver
 from plait.driver.runtime import Runtime
 from plait.driver.worker import DEFAULT_POLL_MS, Worker
 
@@ -51,8 +54,10 @@ class ServerDrivers:
         concurrency: int = DEFAULT_CONCURRENCY,
         poll_ms: int = DEFAULT_POLL_MS,
         log: Callable[[str], None] = log_to_stderr,
+        deltas: DeltaObserver | None = None,
     ) -> None:
         self.db = db
+        self.deltas = deltas
         self.principal = principal
         self.workers = workers
         self.concurrency = concurrency
@@ -65,7 +70,7 @@ class ServerDrivers:
     def start(self) -> None:
         """Open a runtime per loop and start each in a thread (the app's startup)."""
         for n in range(self.workers):
-            runtime = Runtime(self.db, principal=self.principal)
+            runtime = Runtime(self.db, principal=self.principal, deltas=self.deltas)
             try:
                 worker = Worker(
                     runtime,

@@ -88,7 +88,7 @@ def settled_within(settings: ServerSettings, rt: Runtime, run_id: str, wait_s: f
 def resume(settings: Settings, run_id: str) -> Any:
     """``plait resume RUN_ID``: drive on from the last checkpoint (a finished run reports
     its outcome again)."""
-    with settings.runtime() as rt:
+    with settings.runtime(driving=True) as rt:
         return asyncio.run(rt.resume(run_id)).to_json()
 
 

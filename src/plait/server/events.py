@@ -8,6 +8,13 @@ item journaled up to then was sent; a client reconnects to follow it further. Wh
 server stops, the stream of a run still moving closes without ``end`` (a server waits
 for its responses to finish before it exits, and that could take forever).
 
+Between them come ``delta`` events (no ``id``: they are not journal items and are not
+sent again to a client that reconnects): the pieces of the model turn in flight, as the
+provider streams them, for turns this server drives (``server.deltas``). A ``delta``
+is ``{"run_id", "node", "call_id", "turn", "kind": "text|tool_call|thinking", "text"}``
+(``index`` and ``name`` for a tool call's argument pieces); the turn's ``result`` event
+follows with the completed answer, the only thing journaled.
+
 Events are observational only (docs/architecture.md §12): the stream reads the store and
 never writes it, so a slow or vanished subscriber cannot change a run. The store is
 polled between batches (``ServerSettings.poll_s``), each read in a worker thread so
@@ -26,6 +33,7 @@ from fastapi.responses import StreamingResponse
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.server.bodies import ApiRoute
+from plait.server.deltas import DeltaHub, Subscription
 from plait.server.settings import ServerSettings, Settings
 from plait.store import open_store
 from plait.store.base import Store
@@ -88,13 +96,23 @@ def batch(store: Store, run_id: str, after: int) -> tuple[str, list[JournalItem]
 
 
 async def journal_events(
-    settings: ServerSettings, store: Store, run_id: str, after: int
+    settings: ServerSettings,
+    store: Store,
+    run_id: str,
+    after: int,
+    hub: DeltaHub | None = None,
 ) -> AsyncIterator[str]:
-    """Frames for every item after ``after``, polling until the run settles; closes ``store``."""
+    """Frames for every item after ``after``, polling until the run settles, with the
+    deltas ``hub`` hands over in between; closes ``store``."""
+    sub = hub.subscribe(run_id) if hub is not None else None
     try:
         idle = 0.0
         while True:
             status, items = await asyncio.to_thread(batch, store, run_id, after)
+            # Drained after the read: a turn's deltas were offered before its result was
+            # committed, and the loop runs those offers before it resumes this read.
+            for delta in sub.drain() if sub is not None else ():
+                yield frame("delta", delta.to_json())
             for item in items:
                 data = item_json(item)
                 yield frame(data["type"], data, item.seq)
@@ -110,10 +128,30 @@ async def journal_events(
             if idle >= settings.heartbeat_s:
                 idle = 0.0
                 yield ": still here\n\n"  # a comment: keeps proxies from closing an idle stream
-            await asyncio.sleep(settings.poll_s)
+            async for delta_frame in _deltas_until_poll(sub, settings.poll_s):
+                yield delta_frame
             idle += settings.poll_s
     finally:
+        if hub is not None and sub is not None:
+            hub.unsubscribe(sub)
         store.close()
+
+
+async def _deltas_until_poll(sub: Subscription | None, poll_s: float) -> AsyncIterator[str]:
+    """Wait ``poll_s`` for the next store read, sending each delta the moment it comes."""
+    if sub is None:
+        await asyncio.sleep(poll_s)
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + poll_s
+    while (left := deadline - loop.time()) > 0:
+        try:
+            delta = await asyncio.wait_for(sub.queue.get(), left)
+        except TimeoutError:
+            return
+        yield frame("delta", delta.to_json())
+        for more in sub.drain():
+            yield frame("delta", more.to_json())
 
 
 MAX_SEQ = 2**63 - 1
@@ -154,7 +192,7 @@ async def events(
         store.close()
         raise
     return StreamingResponse(
-        journal_events(settings, store, run_id, first),
+        journal_events(settings, store, run_id, first, settings.deltas),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -16,6 +16,7 @@ from fastapi import Depends, Request
 
 from plait.driver.runtime import Runtime
 from plait.server.auth import Access
+from plait.server.deltas import DeltaHub
 from plait.server.drivers import ServerDrivers
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 
@@ -31,7 +32,8 @@ def never_stopping() -> bool:
 @dataclass(frozen=True)
 class ServerSettings:
     """The store URL, who may call and as whom, how the event stream polls, whether the
-    server is shutting down, the largest request body it reads, and its own drivers."""
+    server is shutting down, the largest request body it reads, its own drivers, and the
+    hub that hands the deltas of the turns they drive to the event streams."""
 
     db: str
     access: Access
@@ -40,13 +42,20 @@ class ServerSettings:
     stopping: Callable[[], bool] = never_stopping
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     drivers: ServerDrivers = field(default_factory=lambda: ServerDrivers("", ""))
+    deltas: DeltaHub = field(default_factory=DeltaHub)
 
     @contextmanager
     def runtime(
-        self, principal: str | None = None, durability: str | None = None
+        self, principal: str | None = None, durability: str | None = None, *, driving: bool = False
     ) -> Iterator[Runtime]:
-        """A Runtime on the server's store acting as ``principal``, closed afterwards."""
-        rt = Runtime(self.db, principal=principal or self.access.principal, durability=durability)
+        """A Runtime on the server's store acting as ``principal``, closed afterwards;
+        ``driving``: it drives runs here, so its turns stream to the event streams."""
+        rt = Runtime(
+            self.db,
+            principal=principal or self.access.principal,
+            durability=durability,
+            deltas=self.deltas if driving else None,
+        )
         try:
             yield rt
         finally:
