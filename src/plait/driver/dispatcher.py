@@ -15,6 +15,7 @@ from plait.driver.tools_exec import ToolRunner
 
 if TYPE_CHECKING:
     from plait.models.base import Model
+    from plait.tools.mcp import McpPool
     from plait.workflow.run_definition import RunDefinition
 
 
@@ -62,9 +63,11 @@ def dispatcher_for(
     journaled: list[Any] | None = None,
     children: ChildRunner | None = None,
     model: Model | None = None,
+    mcp: McpPool | None = None,
 ) -> Dispatcher:
     """The dispatcher for one drive; ``journaled``: llm keys already in the journal;
-    ``model``: a model object to call instead of the one the definition's spec names."""
+    ``model``: a model object to call instead of the one the definition's spec names;
+    ``mcp``: MCP servers already running for the run (the dispatcher stops them)."""
     llm_runner = None
     if definition.has_llm:
         if model is None:
@@ -75,4 +78,4 @@ def dispatcher_for(
                 definition.model_spec, base_dir=definition.base_dir, settings=settings
             )
         llm_runner = LlmRunner(definition, model, journaled or [])
-    return Dispatcher(definition, llm_runner, children)
+    return Dispatcher(definition, llm_runner, children, mcp=mcp)

@@ -98,6 +98,9 @@ class NodeDef:
     writes: tuple[str, ...] = ()
     retry: Mapping[str, Any] | None = None
     """A retry policy (file units); the workflow's ``retry:`` fills in what it leaves out."""
+    output: str | None = None
+    """A tool node's output key: its whole result lands there instead of a result object's
+    keys merging over the context's (docs/mcp.md)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,7 @@ class Workflow:
         workflow: str | None = None,
         writes: Sequence[str] = (),
         retry: Mapping[str, Any] | None = None,
+        output: str | None = None,
     ) -> Workflow:
         """Add a node; a function given as ``tool`` (or in ``tools``) is registered as a tool."""
         wf = self
@@ -265,6 +269,7 @@ class Workflow:
             workflow=workflow,
             writes=tuple(writes),
             retry=retry,
+            output=output,
         )
         return dataclasses.replace(wf, nodes=(*wf.nodes, node))
 
