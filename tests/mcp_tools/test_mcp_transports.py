@@ -269,3 +269,31 @@ def test_check_refuses_malformed_mcp_settings_with_E019(tmp_path, mcp, nodes, me
 
     assert checked.returncode == 2
     assert "PLAIT-E019" in checked.stderr and message in checked.stderr, checked.stderr
+
+
+def test_a_server_that_stops_answering_mid_run_fails_the_node_naming_url_and_cause(runtime):
+    served = _serve("http")
+    url = next(served)
+    server_gone: list[bool] = []
+
+    def stop_the_server() -> dict:
+        served.close()  # terminates the server the run listed at start
+        server_gone.append(True)
+        return {}
+
+    wf = (
+        Workflow.new("stops")
+        .tool("pid", mcp={"url": url, "tool": "pid"})
+        .node("stop", tool=stop_the_server)
+        .node("who", tool="pid", output="who")
+        .edge("stop", "who")
+    )
+
+    result = runtime.run_sync(wf, {})
+
+    assert server_gone == [True]
+    assert result.status == "failed", result
+    detail = str(result.outcome["Failed"]["detail"])
+    assert detail.startswith(f"ExecutorError: McpServerError: MCP server {url}: lost the"), detail
+    [_, call] = runtime.trace(result.run_id)
+    assert call["tool"] == "pid" and call["failure"]["cause"] == "ExecutorError"
