@@ -9,6 +9,7 @@ here on a free loopback port, and the real ``mcp-server-time`` from PyPI over st
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -207,6 +208,7 @@ def test_tools_star_offers_every_tool_of_the_server_to_the_model(tmp_path, http_
         assert rt.resume_sync(result.run_id).status == "completed"
 
     offered = ["toy_pid", "toy_fail", "toy_slow", "toy_crash", "toy_say", "toy_seen"]
+    offered.append("toy_remember")
     assert list(manifest["mcp_catalogue"]["toy"]) == ["tools"]
     assert sorted(manifest["workflow"]["tools"]) == sorted(offered)
     assert manifest["workflow"]["tools"]["toy_say"]["mcp"] == {"url": http_url, "tool": "say"}
@@ -237,7 +239,7 @@ def test_check_asks_the_servers_and_reports_a_tool_they_do_not_offer(tmp_path, h
     assert good.returncode == 0, good.stderr
     assert bad.returncode == 2
     assert "PLAIT-E004" in bad.stderr and "does not offer a tool 'get_the_time'" in bad.stderr
-    assert "it offers: pid, fail, slow, crash, say, seen" in bad.stderr
+    assert "it offers: pid, fail, slow, crash, say, seen, remember" in bad.stderr
 
 
 def test_check_reports_a_url_that_does_not_answer_unless_offline(tmp_path):
@@ -297,3 +299,33 @@ def test_a_server_that_stops_answering_mid_run_fails_the_node_naming_url_and_cau
     assert detail.startswith(f"ExecutorError: McpServerError: MCP server {url}: lost the"), detail
     [_, call] = runtime.trace(result.run_id)
     assert call["tool"] == "pid" and call["failure"]["cause"] == "ExecutorError"
+
+
+def test_a_call_resent_after_a_crash_carries_the_same_idempotency_key(tmp_path, http_url):
+    path = tmp_path / "once.yaml"
+    path.write_text(
+        "name: once\nnodes: [{id: call, tool: remember, output: seen}]\n"
+        f"tools: {{remember: {{mcp: {{url: '{http_url}', tool: remember}}}}}}\n",
+        encoding="utf-8",
+    )
+    db = f"sqlite:///{tmp_path}/plait.db"
+
+    def plait_cli(*args: str, crash: str = "") -> subprocess.CompletedProcess:
+        env = {**os.environ, "PLAIT_CRASH_AT": crash}
+        return subprocess.run(
+            [PLAIT, *args, "--db", db, "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    # Killed after the server answered, before the result was committed.
+    crashed = plait_cli("run", str(path), "--run-id", "r1", crash="result:1")
+    resumed = plait_cli("resume", "r1")
+
+    assert crashed.returncode != 0 and resumed.returncode == 0, resumed.stderr
+    keys = json.loads(resumed.stdout)["context"]["seen"]["keys"]
+    with Runtime(db) as rt:
+        [intent] = rt.store.load_journal("r1").intents
+    assert keys[-2:] == [intent.idempotency_key] * 2  # sent twice, the same key

@@ -61,6 +61,15 @@ def seen(ctx: Context, header: str = "authorization", variable: str = "TOY_SECRE
     }
 
 
+_KEYS: list[str] = []
+
+
+@server.tool(name="remember", description="Every idempotency key this process was sent so far.")
+def remember(ctx: Context) -> dict:
+    _KEYS.append(str((ctx.request_context.meta or {}).get("plait/idempotency_key")))
+    return {"keys": list(_KEYS)}
+
+
 def _mark_start() -> None:
     starts = os.environ.get("TOY_STARTS")
     if starts:
