@@ -34,6 +34,7 @@ import plait.workflow as workflow_package
 from inprocess import run_cli
 from plait.core.canonical import dumpb, loads
 from plait.core.state import SchedulerState
+from plait.driver.inspect_run import activity
 from plait.store import open_store
 from plait.workflow import load_workflow
 from plait.workflow.pinned_plan import workflow_from_pinned
@@ -113,9 +114,20 @@ def test_the_readers_print_what_they_printed(db: Path, run_id: str) -> None:
     # `plan_hash` came later (issue #16), an added field: the run's pinned plan by meaning.
     manifest = read_manifest(db, run_id)
     assert show.pop("plan_hash") == plan_hash(manifest["workflow"])
+    # `activity` (show) and a trace entry's `tool`, `text` and `calls` came with issue #18,
+    # added fields read from the same journal: checked against it, then set aside.
+    traced = printed(plait(db, "trace", run_id))
+    assert show.pop("activity", None) == activity(traced["entries"])
     assert show == want["show"]
-    assert printed(plait(db, "trace", run_id)) == want["trace"]
+    assert [without_names(e) for e in traced["entries"]] == want["trace"]["entries"]
+    assert {k: v for k, v in traced.items() if k != "entries"} == {
+        k: v for k, v in want["trace"].items() if k != "entries"
+    }
     assert printed(plait(db, "asks", run_id)) == want["asks"]
+
+
+def without_names(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in ("tool", "text", "calls")}
 
 
 def read_manifest(db: Path, run_id: str) -> dict[str, Any]:

@@ -257,7 +257,7 @@ def test_the_pool_maps_results_and_replaces_a_server_that_went_away(tmp_path):
         spec = {"command": TOY}
         async with McpPool(tmp_path) as pool:
             offered = [t["name"] for t in await pool.list_tools(ServerSpec.of(spec))]
-            assert offered == ["pid", "fail", "slow", "crash", "say"]
+            assert offered == ["pid", "fail", "slow", "crash", "say", "seen", "remember"]
 
             async def call(tool: str, args: dict, timeout_s: float | None = None):
                 return await pool.call({**spec, "tool": tool}, args, timeout_s)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from plait.core.errors import PlaitError
 from plait.driver.defaults import default_db
 from plait.driver.deltas import DeltaObserver
 from plait.driver.runtime import Runtime
@@ -47,5 +48,17 @@ def runtime(
     )
     try:
         yield rt
+    except PlaitError as exc:
+        if exc.code != "E017" or not exc.detail.startswith("unknown run id"):
+            raise
+        # A person who mistyped --db (or forgot PLAIT_DB) learns where plait looked.
+        raise PlaitError("E017", f"{exc.detail} in store {store_location(rt)}") from None
     finally:
         rt.close()
+
+
+def store_location(rt: Runtime) -> str:
+    """Where a runtime's store is, for a person: a SQLite file's path, a PostgreSQL
+    server and database (never its password)."""
+    store = rt.store
+    return str(getattr(store, "where", None) or getattr(store, "path", None) or store)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Annotated, Any
 
 import typer
@@ -50,12 +51,23 @@ def runs(
     table.add_column("run", overflow="fold")
     table.add_column("workflow", overflow="fold")
     table.add_column("status")
-    table.add_column("created (ms)")
+    table.add_column("created (UTC)")
+    table.add_column("updated (UTC)")
     for row in rows:
         table.add_row(
-            literal(row["run_id"]), literal(row["workflow"]), row["status"], str(row["created_ms"])
+            literal(row["run_id"]),
+            literal(row["workflow"]),
+            row["status"],
+            when(row["created_ms"]),
+            when(row["updated_ms"]),
         )
     out.console().print(table)
+
+
+def when(ms: int) -> str:
+    """A store time (ms since the epoch) as a date a person reads: ``2026-12-04 18:14:03``."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def show(
@@ -79,9 +91,21 @@ def show(
             out.say(
                 f"  warning: tool module {path} changed since the run started (tool code is live)"
             )
+        if "activity" in shown:
+            out.say(f"  effects: {_activity_text(shown['activity'])}")
         for node_id, where in shown.get("governance", {}).items():
             _describe_flow(out, node_id, where)
     raise typer.Exit(status_exit(result))
+
+
+def _activity_text(counted: dict[str, Any]) -> str:
+    """``3 turns, 3 tool calls (lookup_order 1, unit_price 2), 570 in + 70 out tokens, $0.01``."""
+    turns, calls = counted["turns"], counted["tool_calls"]
+    text = f"{turns} turn{'s' if turns != 1 else ''}, {calls} tool call{'s' if calls != 1 else ''}"
+    if counted["tools"]:
+        text += " (" + ", ".join(f"{name} {n}" for name, n in counted["tools"].items()) + ")"
+    text += f", {counted['input_tokens']} input + {counted['output_tokens']} output tokens"
+    return text + f", ${counted['usd_micros'] / 1e6:.6f}"
 
 
 def _describe_flow(out: Output, node_id: str, where: dict[str, Any]) -> None:
@@ -121,8 +145,11 @@ def trace(
     entries = traced["entries"]
     table = Table("step")
     table.add_column("node", overflow="fold")  # an id, never cut short
-    for name in ("attempt", "seq", "kind", "status", "result"):
+    for name in ("attempt", "seq", "kind"):
         table.add_column(name)
+    table.add_column("status", no_wrap=True)
+    table.add_column("what", overflow="fold", ratio=2)  # the tool called; a turn's calls or text
+    table.add_column("result", ratio=1)
     table.add_column("redelivered", min_width=len("redelivered"))
     for e in entries:
         table.add_row(
@@ -132,6 +159,7 @@ def trace(
             str(e["effect_seq"]),
             e["kind"],
             e["status"],
+            literal(_what_text(e)),
             literal(_outcome_text(e)),
             str(e["redeliveries"] or ""),
         )
@@ -145,11 +173,27 @@ def trace(
             )
 
 
+def _what_text(entry: dict[str, Any]) -> str:
+    """What an entry did: the tool it called, or the calls or text of a model turn."""
+    if entry["kind"] == "tool":
+        return str(entry.get("tool") or "")
+    if entry.get("calls"):
+        return "calls " + ", ".join(str(name) for name in entry["calls"])
+    text = entry.get("text")
+    if isinstance(text, str) and text:
+        one_line = " ".join(text.split())
+        return "says " + (one_line if len(one_line) <= 60 else one_line[:60] + "…")
+    return ""
+
+
 def _outcome_text(entry: dict[str, Any]) -> str:
     """A trace entry's result (or failure) in a line of at most 60 characters."""
     if "failure" in entry:
         failure = entry["failure"]
         text = f"{failure.get('cause')}: {failure.get('detail')}"
+    elif entry["kind"] == "llm" and entry.get("result") is not None:
+        usage = entry.get("usage") or {}  # the turn itself is under "what"
+        return f"{usage.get('input_tokens', 0)} in + {usage.get('output_tokens', 0)} out tokens"
     elif entry.get("result") is not None:
         text = dumps(entry["result"])
     else:

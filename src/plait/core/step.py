@@ -406,6 +406,9 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     for node, result in merges:
         if result is None:
             continue
+        output = s.env.executors[node].spec.get("output")
+        if output is not None:  # a tool node's declared output key holds its whole result
+            result = {output: result}
         try:
             if isinstance(result, dict):
                 for k in sorted(result):

@@ -17,6 +17,7 @@ from plait.driver.tools_exec import ToolRunner
 if TYPE_CHECKING:
     from plait.driver.deltas import DeltaObserver
     from plait.models.base import Model
+    from plait.tools.mcp import McpPool
     from plait.workflow.run_definition import RunDefinition
 
 
@@ -69,10 +70,12 @@ def dispatcher_for(
     children: ChildRunner | None = None,
     model: Model | None = None,
     deltas: DeltaObserver | None = None,
+    mcp: McpPool | None = None,
 ) -> Dispatcher:
     """The dispatcher for one drive; ``journaled``: llm keys already in the journal;
     ``model``: a model object to call instead of the one the definition's spec names;
-    ``deltas``: who is told the pieces of streamed turns (None: turns are not streamed)."""
+    ``deltas``: who is told the pieces of streamed turns (None: turns are not streamed);
+    ``mcp``: MCP servers already running for the run (the dispatcher stops them)."""
     llm_runner = None
     if definition.has_llm:
         if model is None:
@@ -83,4 +86,4 @@ def dispatcher_for(
                 definition.model_spec, base_dir=definition.base_dir, settings=settings
             )
         llm_runner = LlmRunner(definition, model, journaled or [], deltas)
-    return Dispatcher(definition, llm_runner, children)
+    return Dispatcher(definition, llm_runner, children, mcp=mcp)

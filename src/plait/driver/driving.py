@@ -35,6 +35,7 @@ from plait.driver.wave import RunResult, drive
 from plait.store.records import Journal, StatusWrite
 
 if TYPE_CHECKING:
+    from plait.tools.mcp import McpPool
     from plait.workflow.run_definition import RunDefinition
 
 
@@ -84,6 +85,8 @@ class Drive:
     origin: Origin
     token: int | None = None
     existing: Journal | None = None
+    mcp: McpPool | None = None
+    """MCP servers already running for this run (started to list the catalogue)."""
 
 
 async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
@@ -147,7 +150,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         llm_keys = forked_llm_keys(host, manifest)
         llm_keys += [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []
         children = child_runner(host, runs, run_id, definition)
-        tools = dispatcher_for(definition, llm_keys, children, host.model, host.deltas)
+        tools = dispatcher_for(definition, llm_keys, children, host.model, host.deltas, request.mcp)
         execute = trace.driving(state, tools, journal.redelivered)
         results = dict(existing.results) if existing else {}
         settled_children = await settle_children(state, env, children, journal, now, results)
@@ -197,6 +200,8 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
         try:
             if tools is not None:
                 await tools.aclose()  # stops the drive's MCP servers
+            elif request.mcp is not None:
+                await request.mcp.aclose()
         finally:
             if held is not None:
                 host.release_lease(run_id, held)

@@ -14,6 +14,7 @@ from plait.driver.environment import make_env
 from plait.driver.memory import MemoryJournal
 from plait.driver.telemetry import run_trace
 from plait.driver.wave import RunResult, drive
+from plait.tools.mcp import pool_for
 from plait.workflow.plan_hash import plan_hash
 from plait.workflow.run_definition import Definitions, definition_of
 
@@ -39,7 +40,13 @@ async def run_in_memory(
     """Run ``workflow`` to completion (or a park) without persisting anything.
 
     ``telemetry``: OpenTelemetry spans, as ``Runtime(telemetry=...)``."""
-    definition, _ = await Definitions().with_catalogue(definition_of(workflow))
+    pool = pool_for(workflow)  # listed the catalogue, then serves the run's calls
+    try:
+        definition, _ = await Definitions().with_catalogue(definition_of(workflow), pool)
+    except BaseException:
+        if pool is not None:
+            await pool.aclose()
+        raise
     env = make_env(definition)
     run_id = run_id or new_run_id()
     clock = clock or clock_from_env()
@@ -47,7 +54,7 @@ async def run_in_memory(
     journal = journal if journal is not None else MemoryJournal()
     now = clock()
     events: list[Event] = [ClockReading(now), Start(input)]
-    dispatcher = dispatcher_for(definition)
+    dispatcher = dispatcher_for(definition, mcp=pool)
     trace = run_trace(telemetry, run_id, definition.name, resumed=False)
     try:
         execute = trace.driving(state, dispatcher, ())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plait.core.llm_loop import CALL_PREFIX
 from plait.core.state import OpenPhase
 from plait.governance import FlowRuntime, flow_from_dict
 from plait.governance import explain as explain_flow
@@ -70,10 +71,46 @@ def trace(view: RunView) -> list[dict[str, Any]]:
             failure = result.outcome["Failed"]  # its cause and detail (CONTRACT.md)
             entry["failure"] = {"cause": failure["cause"], "detail": failure["detail"]}
             entry["usage"] = dict(NO_USAGE)  # a failed effect charges nothing
+        _name_what(entry, intent.executor)
         entries.append(entry)
         if key.kind == "llm" and isinstance(entry.get("result"), dict):
             entries += notes.after_turn(entry)
     return entries
+
+
+def activity(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What a run's effects add up to, read from the journal (so it also counts a loop in
+    flight, which the last checkpoint's ``spent`` does not yet): model turns, tool calls
+    by tool, tokens and cost. None for a run without model turns (no agent in it)."""
+    turns = [e for e in entries if e["kind"] == "llm"]
+    calls = [e for e in entries if e["kind"] == "tool"]
+    if not turns:
+        return None
+    by_tool: dict[str, int] = {}
+    for call in calls:
+        by_tool[call["tool"]] = by_tool.get(call["tool"], 0) + 1
+    usage = [e["usage"] for e in entries]
+    return {
+        "turns": len(turns),
+        "tool_calls": len(calls),
+        "tools": dict(sorted(by_tool.items())),
+        "input_tokens": sum(int(u.get("input_tokens") or 0) for u in usage),
+        "output_tokens": sum(int(u.get("output_tokens") or 0) for u in usage),
+        "usd_micros": sum(int(u.get("usd_micros") or 0) for u in usage),
+    }
+
+
+def _name_what(entry: dict[str, Any], executor: str) -> None:
+    """A tool entry names its tool (``tool``); a model turn carries its text (``text``) and
+    the tools it called (``calls``), so a reader need not dig through ``result``."""
+    if entry["kind"] == "tool":
+        entry["tool"] = executor.removeprefix(CALL_PREFIX)
+        return
+    result = entry.get("result")
+    if entry["kind"] == "llm" and isinstance(result, dict):
+        entry["text"] = result.get("text")
+        calls = result.get("tool_calls") or ()
+        entry["calls"] = [c.get("name") for c in calls if isinstance(c, dict)]
 
 
 class _Notes:

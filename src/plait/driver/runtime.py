@@ -126,7 +126,7 @@ class Runtime:
         """``start`` for a definition already built (a subgraph's child run)."""
         made = await create_run(self.host, definition, input, run_id, parent, "running")
         events: list[Event] = [ClockReading(made.now_ms), Start(input)]
-        drive = Drive(made.run_id, made.definition, events, made.manifest, NewRun())
+        drive = Drive(made.run_id, made.definition, events, made.manifest, NewRun(), mcp=made.mcp)
         return await drive_run(self.host, self, drive)
 
     async def enqueue(

@@ -19,6 +19,7 @@ from plait.driver.run_ids import check_run_id
 from plait.store.records import RunInfo
 
 if TYPE_CHECKING:
+    from plait.tools.mcp import McpPool
     from plait.workflow.run_definition import RunDefinition
 
 
@@ -30,6 +31,9 @@ class Created:
     definition: RunDefinition
     now_ms: int
     manifest: dict[str, Any]
+    mcp: McpPool | None = None
+    """The MCP servers listed for the catalogue, still running for the run's first drive
+    (``running`` runs only; the drive stops them)."""
 
 
 def check_new_run(run_id: str | None, input: Any) -> None:
@@ -57,8 +61,33 @@ async def create_run(
     is its start time instead of the clock's (the slot's); ``extra`` joins the manifest
     (``schedule``)."""
     check_model(definition, host.model, driven=status == "running")
-    # What its MCP servers offer, pinned (§4).
-    definition, catalogue = await host.definitions.with_catalogue(definition)
+    # What its MCP servers offer, pinned (§4); a run driven here keeps them running.
+    from plait.tools.mcp import pool_for
+
+    pool = pool_for(definition.workflow) if status == "running" else None
+    try:
+        args = (input, run_id, parent, status, write, now, extra, pool)
+        made = await _create(host, definition, *args)
+    except BaseException:
+        if pool is not None:
+            await pool.aclose()
+        raise
+    return made
+
+
+async def _create(
+    host: Host,
+    definition: RunDefinition,
+    input: Any,
+    run_id: str | None,
+    parent: str | None,
+    status: str,
+    write: Callable[[RunInfo, dict[str, Any]], None] | None,
+    now: int | None,
+    extra: dict[str, Any] | None,
+    pool: McpPool | None,
+) -> Created:
+    definition, catalogue = await host.definitions.with_catalogue(definition, pool)
     run_id = run_id or new_run_id()
     now = host.clock() if now is None else now
     manifest: dict[str, Any] = {
@@ -78,4 +107,4 @@ async def create_run(
         manifest["tool_sources"] = sources
     info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
     (write or host.store.create_run)(info, manifest)
-    return Created(run_id, definition, now, manifest)
+    return Created(run_id, definition, now, manifest, pool)

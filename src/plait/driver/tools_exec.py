@@ -27,11 +27,18 @@ from plait.tools.python import bind_arguments
 class ToolRunner:
     """Executes dispatches against a workflow's tool definitions."""
 
-    def __init__(self, tools: Mapping[str, Any], *, base_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, Any],
+        *,
+        base_dir: Path | None = None,
+        mcp: McpPool | None = None,
+    ) -> None:
         self._tools = tools
         # Where command tools run: the workflow file's folder (Workflow.base_dir).
         self._base_dir = base_dir if base_dir is not None else Path.cwd()
-        self._mcp: McpPool | None = None
+        # Servers started at run start to list the catalogue are reused, not restarted.
+        self._mcp: McpPool | None = mcp
 
     async def aclose(self) -> None:
         """Stop the MCP servers this runner started (the drive is over)."""
@@ -56,7 +63,7 @@ class ToolRunner:
                 timeout_s=tool.timeout_s,
             )
         if tool is not None and tool.source_kind == "mcp":
-            return await self._call_mcp(tool, dispatch)
+            return await self._call_mcp(tool, dispatch, idempotency_key)
         if tool is None or tool.callable is None:
             return Failed("ExecutorError", f"tool '{name}' is not available")
         try:
@@ -72,7 +79,7 @@ class ToolRunner:
         )
         return await call_python(tool.callable, kwargs, tool.timeout_s, inline=alone)
 
-    async def _call_mcp(self, tool: Any, dispatch: Dispatch) -> EffectOutcome:
+    async def _call_mcp(self, tool: Any, dispatch: Dispatch, idempotency_key: str) -> EffectOutcome:
         """A model's call passes its arguments; a tool node the context keys the schema names."""
         value = dispatch.input
         if not isinstance(value, Mapping):
@@ -82,7 +89,8 @@ class ToolRunner:
         if self._mcp is None:
             self._mcp = McpPool(self._base_dir)
         try:
-            return await self._mcp.call(tool.mcp, copy.deepcopy(value), tool.timeout_s)
+            arguments = copy.deepcopy(value)
+            return await self._mcp.call(tool.mcp, arguments, tool.timeout_s, idempotency_key)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

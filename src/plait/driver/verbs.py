@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from plait.core.errors import PlaitError
+from plait.driver.inspect_run import activity
 from plait.driver.runtime import Runtime
 from plait.driver.verify import verify_with
 from plait.driver.wave import RunResult
@@ -137,6 +138,9 @@ def show_object(rt: Runtime, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     governance = view.explain()
     if governance:
         shown["governance"] = governance
+    counted = activity(view.trace())
+    if counted is not None:  # an agent's turns and tool calls, from the journal
+        shown["activity"] = counted
     return result, shown
 
 

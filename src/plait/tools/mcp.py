@@ -1,11 +1,16 @@
-"""Tools of MCP servers over stdio (docs/architecture.md §4).
+"""Tools of MCP servers over stdio, streamable HTTP or SSE (docs/architecture.md §4, docs/mcp.md).
 
 A tool ``{mcp: {command: ["mcp-server-time"], tool: get_current_time}}`` is a
 tool the server started by ``command`` offers. The server runs as a child
 process (never through a shell) in the workflow file's folder, with the
-driver's environment plus the settings' optional ``env``.
+driver's environment plus the settings' optional ``env``. A tool
+``{mcp: {url: "https://…/mcp", headers: {Authorization: "Bearer ${TOKEN}"}, tool: …}}``
+is reached over streamable HTTP (``transport: sse`` for the older SSE transport);
+``${NAME}`` in header and env values is read from the environment when the server
+is reached, so secrets are never journaled nor pinned.
 
-``McpPool`` holds one server per distinct command (and env) for one drive:
+``McpPool`` holds one server per distinct spec for one run's drive (the pool that
+listed the catalogue at start is handed to the first drive, so a server starts once):
 started on first use, shared by every call of the drive, closed when the drive
 ends (``aclose``). A server that closed its connection (it crashed) is replaced
 by a fresh one on the next call. Each server's connection is opened and closed
@@ -29,9 +34,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,27 +62,75 @@ class McpServerError(Exception):
     """The server could not be started, failed the protocol, or closed the connection."""
 
 
+TRANSPORTS = ("streamable-http", "sse")
+"""How plait reaches a server given by ``url:`` (stdio servers are given by ``command:``)."""
+
+IDEMPOTENCY_META_KEY = "plait/idempotency_key"
+"""The ``_meta`` key of every ``tools/call`` that carries the effect's idempotency key."""
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand(value: str, where: str) -> str:
+    """``value`` with each ``${NAME}`` replaced by that environment variable.
+
+    Header and env values are written as templates so a secret lives in the driver's
+    environment only: the template is pinned, the value never is."""
+
+    def variable(match: re.Match[str]) -> str:
+        name = match.group(1)
+        found = os.environ.get(name)
+        if found is None:
+            raise McpServerError(f"{where} needs the environment variable {name}, which is not set")
+        return found
+
+    return _VARIABLE.sub(variable, value)
+
+
 @dataclass(frozen=True)
 class ServerSpec:
-    """What identifies one server process: its argv and its extra environment."""
+    """What identifies one server: its argv and extra environment (stdio), or its URL,
+    transport and header templates (HTTP)."""
 
-    command: tuple[str, ...]
+    command: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    url: str | None = None
+    transport: str = "stdio"
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> ServerSpec:
+        url = settings.get("url")
+        if url is not None:
+            transport = str(settings.get("transport") or TRANSPORTS[0])
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise McpServerError(f"mcp url must be an http(s) URL, got {url!r}")
+            if transport not in TRANSPORTS:
+                raise McpServerError(f"mcp transport must be one of {', '.join(TRANSPORTS)}")
+            headers = settings.get("headers") or {}
+            return cls(url=url, transport=transport, headers=_pairs(headers))
         command = settings.get("command")
         if isinstance(command, str) or not isinstance(command, Sequence) or not command:
             raise McpServerError(f"mcp settings need a non-empty command list, got {command!r}")
         env = settings.get("env") or {}
-        return cls(
-            tuple(str(part) for part in command),
-            tuple(sorted((str(k), str(v)) for k, v in dict(env).items())),
-        )
+        return cls(tuple(str(part) for part in command), _pairs(env))
 
     @property
     def label(self) -> str:
-        return shlex.join(self.command)
+        return self.url if self.url is not None else shlex.join(self.command)
+
+    def resolved_env(self) -> dict[str, str]:
+        """The stdio server's environment: the driver's plus ``env:`` (``${NAME}`` expanded)."""
+        extra = {k: expand(v, f"MCP server {self.label}: env {k}") for k, v in self.env}
+        return {**os.environ, **extra}
+
+    def resolved_headers(self) -> dict[str, str]:
+        """The HTTP headers to send, ``${NAME}`` expanded (never journaled nor pinned)."""
+        return {k: expand(v, f"MCP server {self.label}: header {k}") for k, v in self.headers}
+
+
+def _pairs(mapping: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in dict(mapping).items()))
 
 
 def _why(exc: BaseException) -> str:
@@ -121,19 +175,10 @@ class _Connection:
         self._task = asyncio.create_task(self._serve(), name=f"mcp server {spec.label}")
 
     async def _serve(self) -> None:
-        from mcp import ClientSession, StdioServerParameters, stdio_client
+        from mcp import ClientSession
 
-        params = StdioServerParameters(
-            command=self.spec.command[0],
-            args=list(self.spec.command[1:]),
-            env={**os.environ, **dict(self.spec.env)},
-            cwd=self._cwd,
-        )
         try:
-            async with (
-                stdio_client(params, errlog=self._errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
+            async with self._transport() as streams, ClientSession(*streams[:2]) as session:
                 await session.initialize()
                 self._session = session
                 self._ready.set()
@@ -143,6 +188,36 @@ class _Connection:
         finally:
             self._session = None
             self._ready.set()
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, ...]]:
+        """The read and write streams of the server's transport: stdio, SSE or streamable HTTP."""
+        spec = self.spec
+        if spec.url is None:
+            from mcp import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=spec.command[0],
+                args=list(spec.command[1:]),
+                env=spec.resolved_env(),
+                cwd=self._cwd,
+            )
+            async with stdio_client(params, errlog=self._errlog) as streams:
+                yield tuple(streams)
+        elif spec.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            async with sse_client(spec.url, headers=spec.resolved_headers()) as streams:
+                yield tuple(streams)
+        else:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async with (
+                create_mcp_http_client(headers=spec.resolved_headers()) as client,
+                streamable_http_client(spec.url, http_client=client) as streams,
+            ):
+                yield tuple(streams)
 
     def stderr_tail(self, lines: int = 10, chars: int = 2000) -> str:
         with contextlib.suppress(OSError, ValueError):
@@ -167,6 +242,8 @@ class _Connection:
             raise self.failure(f"did not start within {START_TIMEOUT_S:g} s") from None
         if self._session is None:
             self.broken = True
+            if isinstance(self._error, McpServerError):  # a setting it could not resolve
+                raise self._error
             why = _why(self._error) if self._error is not None else "the connection closed"
             raise self.failure(f"cannot connect ({why})")
         return self._session
@@ -227,15 +304,23 @@ class McpPool:
             raise conn.failure(f"listing its tools failed ({_why(exc)})") from exc
 
     async def call(
-        self, settings: Mapping[str, Any], arguments: Mapping[str, Any], timeout_s: float | None
+        self,
+        settings: Mapping[str, Any],
+        arguments: Mapping[str, Any],
+        timeout_s: float | None,
+        idempotency_key: str | None = None,
     ) -> EffectOutcome:
-        """Call the tool ``settings`` names; raises McpServerError or TimeoutError."""
+        """Call the tool ``settings`` names; raises McpServerError or TimeoutError.
+
+        ``idempotency_key`` goes in the request's ``_meta`` (IDEMPOTENCY_META_KEY): a
+        server that deduplicates can recognise a call re-sent after a crash."""
         spec = ServerSpec.of(settings)
         name = str(settings.get("tool"))
         conn = self._connection(spec)
         session = await conn.session()
         try:
-            call = session.call_tool(name, dict(arguments))
+            meta: Any = None if idempotency_key is None else {IDEMPOTENCY_META_KEY: idempotency_key}
+            call = session.call_tool(name, dict(arguments), meta=meta)
             result = await (call if timeout_s is None else asyncio.wait_for(call, timeout_s))
         except TimeoutError:
             if timeout_s is None:
@@ -328,10 +413,23 @@ def tool_node_arguments(
 # -- the pinned catalogue ----------------------------------------------------------
 
 
-async def fetch_catalogue(workflow: Workflow) -> dict[str, dict[str, Any]]:
+def pool_for(workflow: Workflow) -> McpPool | None:
+    """A pool for a run of ``workflow`` when it has MCP tools (else None)."""
+    if any(tool.mcp is not None for tool in workflow.tools.values()):
+        return McpPool(workflow.base_dir)
+    return None
+
+
+async def fetch_catalogue(
+    workflow: Workflow, pool: McpPool | None = None
+) -> dict[str, dict[str, Any]]:
     """What each MCP tool of ``workflow`` is, as its server describes it (run start).
 
-    ``{tool name: {"name": server's tool name, "description", "input_schema"}}``;
+    ``pool``: the servers are started there and left running for the run's drive
+    (each server starts once per run); without one they are stopped when listed.
+
+    ``{tool name: {"name": server's tool name, "description", "input_schema"}}``, and
+    for a tool with ``tools: "*"`` ``{tool name: {"tools": [every such entry]}}``;
     empty without MCP tools. A server that cannot be listed, or that does not offer
     the tool, is PLAIT-E004 (every such tool is reported).
     """
@@ -341,7 +439,9 @@ async def fetch_catalogue(workflow: Workflow) -> dict[str, dict[str, Any]]:
     workflow.plan()  # a definition with malformed mcp settings fails with its own problems
     specs = {name: ServerSpec.of(tool.mcp or {}) for name, tool in tools.items()}
     distinct = list(dict.fromkeys(specs.values()))
-    async with McpPool(workflow.base_dir) as pool:
+    async with contextlib.AsyncExitStack() as stack:
+        if pool is None:
+            pool = await stack.enter_async_context(McpPool(workflow.base_dir))
         listed = await asyncio.gather(
             *(pool.list_tools(spec) for spec in distinct), return_exceptions=True
         )
@@ -355,6 +455,9 @@ async def fetch_catalogue(workflow: Workflow) -> dict[str, dict[str, Any]]:
             if not isinstance(offer, Exception):
                 raise offer
             problems.append(Problem("E004", f"tool '{name}': {offer}"))
+            continue
+        if (tool.mcp or {}).get("tools") == "*":
+            catalogue[name] = {"tools": offer}
             continue
         found = next((entry for entry in offer if entry["name"] == wanted), None)
         if found is None:

@@ -196,6 +196,7 @@ NODE_RULES: dict[str, Rule] = {
     "response_schema": _schema, "flow": _FLOW, "tool_results_into": _NAME, "ask": _MAPPING,
     "sleep_s": _number(False, MAX_SECONDS), "workflow": _NAME, "writes": _strings(False),
     "retry": _MAPPING, "agents": _strings(False), "handoffs": _strings(False),
+    "output": _NAME,
 }  # fmt: skip
 TOOL_RULES: dict[str, Rule] = {
     "python": _PYTHON, "command": _strings(True), "mcp": _MAPPING, "description": _TEXT,
@@ -203,7 +204,15 @@ TOOL_RULES: dict[str, Rule] = {
     "writes": _strings(False), "timeout_s": _number(True, MAX_SECONDS),
 }  # fmt: skip
 ASK_RULES: dict[str, Rule] = {"prompt": _NAME, "approval": _FLAG, "output_schema": _schema}
-MCP_RULES: dict[str, Rule] = {"command": _strings(True), "tool": _NAME}
+_URL = _rule(lambda v: isinstance(v, str) and v.startswith(("http://", "https://")), "a URL")
+_TEXTS = _rule(
+    lambda v: isinstance(v, Mapping) and all(isinstance(x, str) for x in v.values()),
+    "a mapping of names to strings",
+)
+MCP_RULES: dict[str, Rule] = {
+    "command": _strings(True), "env": _TEXTS, "url": _URL, "headers": _TEXTS,
+    "transport": _one_of("streamable-http", "sse"), "tool": _NAME, "tools": _one_of("*"),
+}  # fmt: skip
 LLM_RULES: dict[str, Rule] = {
     "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
     "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
@@ -376,10 +385,24 @@ def _judge_tool(j: _Judge, name: str, tool: ToolDef) -> None:
         got = " and ".join(sources) or "none"
         j.add("E019", f"{where}: give exactly one of python, command or mcp (got {got})", place)
     if isinstance(tool.mcp, Mapping):
-        j.fields(tool.mcp, MCP_RULES, f"{where}: mcp", (*place, "mcp"), required=tuple(MCP_RULES))
+        _judge_mcp(j, tool.mcp, f"{where}: mcp", (*place, "mcp"))
     if tool.approval is True and tool.deferred is True:
         message = f"{where}: a tool is either approval or deferred, not both"
         j.add("E019", message, (*place, "deferred"))
+
+
+def _judge_mcp(j: _Judge, mcp: Mapping[str, Any], where: str, place: Place) -> None:
+    """An MCP server is a ``command`` (stdio) or a ``url`` (HTTP), and the tool one ``tool``
+    or ``tools: "*"`` (every tool it offers)."""
+    j.fields(mcp, MCP_RULES, where, place)
+    for one_of, pair in ((("command", "url"), "a server"), (("tool", "tools"), "its tools")):
+        given = [key for key in one_of if key in mcp]
+        if len(given) != 1:
+            got = " and ".join(given) or "none"
+            j.add("E019", f"{where}: give {pair} as {' or '.join(one_of)} (got {got})", place)
+    for key, needs in (("env", "command"), ("headers", "url"), ("transport", "url")):
+        if key in mcp and needs not in mcp:
+            j.add("E019", f"{where}: {key} is only for a server given by {needs}", (*place, key))
 
 
 def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
@@ -401,6 +424,9 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
             kind = f"an {node.kind}" if node.kind[:1] in "aeiou" else f"a {node.kind}"
             why = f"{key} is only for abstract (LLM) nodes; this is {kind} node"
             j.add("E019", f"{where}: {why}", (*place, key))
+    if node.output is not None and node.kind != "tool":
+        why = f"output is only for tool nodes (their result's key); this is a {node.kind} node"
+        j.add("E019", f"{where}: {why}", (*place, "output"))
     if node.retry is not None:
         if node.kind not in ("tool", "abstract"):
             why = f"retry is only for tool and abstract (LLM) nodes; this is a {node.kind} node"
@@ -416,6 +442,10 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
     named = [node.tool] if isinstance(node.tool, str) else []
     if isinstance(node.tools, list | tuple):
         named += [name for name in node.tools if isinstance(name, str)]
+    whole = [n for n in named[:1] if node.tool == n and _whole_server(wf.tools.get(n))]
+    for name in whole:
+        why = f"tool '{name}' is a whole MCP server (tools: \"*\"); list it in an LLM node's tools"
+        j.add("E019", f"{where}: {why}", (*place, "tool"))
     for name in named:
         if name not in wf.tools:
             key = "tool" if name == node.tool else "tools"
@@ -424,6 +454,10 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
         j.add("E004", f"{where}: workflow file '{node.workflow}' not found", (*place, "workflow"))
     for problem, key in agent_problems(wf, node):
         j.add("E004", f"{where}: {problem}", (*place, key))
+
+
+def _whole_server(tool: ToolDef | None) -> bool:
+    return tool is not None and isinstance(tool.mcp, Mapping) and tool.mcp.get("tools") == "*"
 
 
 def _judge_retry(j: _Judge, policy: Any, where: str, place: Place) -> None:
@@ -470,6 +504,8 @@ def _context_writes(wf: Workflow) -> list[str]:
         keys += _names(node.writes)
         if isinstance(node.tool_results_into, str):
             keys.append(node.tool_results_into)
+        if isinstance(node.output, str):
+            keys.append(node.output)
         keys += _schema_keys(node.response_schema)
         if isinstance(node.ask, Mapping):
             keys += _schema_keys(node.ask.get("output_schema"))

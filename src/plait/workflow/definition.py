@@ -102,6 +102,9 @@ class NodeDef:
     """Abstract nodes this one may hand its conversation to (``transfer_to_<id>``)."""
     retry: Mapping[str, Any] | None = None
     """A retry policy (file units); the workflow's ``retry:`` fills in what it leaves out."""
+    output: str | None = None
+    """A tool node's output key: its whole result lands there instead of a result object's
+    keys merging over the context's (docs/mcp.md)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,7 @@ class Workflow:
         retry: Mapping[str, Any] | None = None,
         agents: Sequence[str] | None = None,
         handoffs: Sequence[str] | None = None,
+        output: str | None = None,
     ) -> Workflow:
         """Add a node; a function given as ``tool`` (or in ``tools``) is registered as a tool.
         ``agents``/``handoffs`` name other abstract nodes (docs/llm-nodes.md "Several agents")."""
@@ -274,6 +278,7 @@ class Workflow:
             retry=retry,
             agents=tuple(agents) if agents is not None else None,
             handoffs=tuple(handoffs) if handoffs is not None else None,
+            output=output,
         )
         return dataclasses.replace(wf, nodes=(*wf.nodes, node))
 

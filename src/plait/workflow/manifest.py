@@ -104,7 +104,9 @@ def node_executor(wf: Workflow, node: NodeDef) -> NodeExecutor:
     """How a node runs: its kind, its executor's name and the spec pinned for it."""
     kind = node.kind
     if kind == "tool":
-        return NodeExecutor("tool", node.tool or "", {})
+        # Only a node that declares ``output`` pins it: other runs' bytes stay as they were.
+        output = {"output": node.output} if node.output is not None else {}
+        return NodeExecutor("tool", node.tool or "", output)
     if kind == "ask":
         ask = node.ask or {}
         spec: dict[str, Any] = {"prompt": ask.get("prompt"), "approval": bool(ask.get("approval"))}

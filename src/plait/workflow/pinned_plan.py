@@ -65,6 +65,8 @@ def _node(entry: Mapping[str, Any]) -> NodeDef:
     }
     if kind == "tool":
         settings["tool"] = executor["name"]
+        if spec.get("output") is not None:
+            settings["output"] = spec["output"]
     elif kind == "ask":
         settings["ask"] = spec
     elif kind == "timer":

@@ -9,6 +9,7 @@ changed workflow file can never silently change a run.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,9 +61,24 @@ def with_catalogue(workflow: W, catalogue: Mapping[str, Mapping[str, Any]] | Non
     if not catalogue:
         return workflow
     tools = dict(workflow.tools)
+    groups: dict[str, list[str]] = {}
     for name, entry in catalogue.items():
         tool = tools.get(name)
         if tool is None or tool.mcp is None:
+            continue
+        if "tools" in entry:  # ``tools: "*"``: one tool per tool the server offered
+            del tools[name]
+            groups[name] = []
+            for offered in entry["tools"]:
+                member = dataclasses.replace(
+                    tool,
+                    name=member_name(name, str(offered["name"])),
+                    mcp={**_without(tool.mcp, "tools"), "tool": offered["name"]},
+                    description=str(offered.get("description") or ""),
+                    input_schema=offered.get("input_schema"),
+                )
+                tools[member.name] = member
+                groups[name].append(member.name)
             continue
         tools[name] = dataclasses.replace(
             tool,
@@ -71,4 +87,24 @@ def with_catalogue(workflow: W, catalogue: Mapping[str, Mapping[str, Any]] | Non
                 tool.input_schema if tool.input_schema is not None else entry.get("input_schema")
             ),
         )
-    return dataclasses.replace(workflow, tools=tools)
+    if not groups:
+        return dataclasses.replace(workflow, tools=tools)
+    nodes = tuple(
+        node
+        if node.tools is None
+        else dataclasses.replace(
+            node, tools=tuple(t for name in node.tools for t in groups.get(name, [name]))
+        )
+        for node in workflow.nodes
+    )
+    return dataclasses.replace(workflow, tools=tools, nodes=nodes)
+
+
+def member_name(group: str, tool: str) -> str:
+    """The name of one tool of a ``tools: "*"`` entry: ``GROUP_TOOL``, made a valid tool
+    name (letters, digits, ``_``, ``-``; at most 64)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{group}_{tool}")[:64]
+
+
+def _without(mapping: Mapping[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if k != key}

@@ -23,7 +23,7 @@ from plait.core.agents import AGENT_PREFIX
 from plait.core.canonical import digest
 from plait.core.env import Budgets
 from plait.core.errors import PlaitError
-from plait.tools.mcp import fetch_catalogue
+from plait.tools.mcp import McpPool, fetch_catalogue
 from plait.tools.python import input_schema
 from plait.workflow.agent_checks import agent_workflow
 from plait.workflow.definition import ToolDef, Workflow
@@ -210,10 +210,11 @@ class Definitions:
         return definition_of(load_workflow(parent.base_dir / path))
 
     async def with_catalogue(
-        self, definition: RunDefinition
+        self, definition: RunDefinition, pool: McpPool | None = None
     ) -> tuple[RunDefinition, dict[str, dict[str, Any]]]:
-        """``definition`` with what its MCP servers offer now pinned, and that offer."""
-        catalogue = await fetch_catalogue(definition.workflow)
+        """``definition`` with what its MCP servers offer now pinned, and that offer;
+        ``pool``: where the servers are started and left running (for the run's drive)."""
+        catalogue = await fetch_catalogue(definition.workflow, pool)
         if not catalogue:
             return definition, catalogue
         return definition_of(with_catalogue(definition.workflow, catalogue)), catalogue
