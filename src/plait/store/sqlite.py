@@ -26,8 +26,8 @@ from urllib.parse import quote
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, schedules, sql
-from plait.store.base import Listener, ScheduleStore, WorkStore, never_dead, unknown_run
+from plait.store import claims, schedules, sql, tokens
+from plait.store.base import Listener, ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over
 from plait.store.node_reads import NodeFetcher
 from plait.store.records import (
@@ -40,6 +40,7 @@ from plait.store.records import (
     Record,
     RunInfo,
     ScheduleRow,
+    TokenRow,
     Write,
 )
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
@@ -261,6 +262,24 @@ class SqliteStore:
                     f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
                 )
         return doomed
+
+    # --- API tokens (store/tokens.py) ---
+
+    def put_token(self, row: TokenRow) -> bool:
+        with self._lock, self._write() as conn:
+            return tokens.put(conn, SQLITE, row)
+
+    def token_by_digest(self, digest: str) -> TokenRow | None:
+        with self._lock, self._read() as conn:
+            return tokens.by_digest(conn, SQLITE, digest)
+
+    def list_tokens(self) -> list[TokenRow]:
+        with self._lock, self._read() as conn:
+            return tokens.all_rows(conn)
+
+    def revoke_token(self, principal: str) -> bool:
+        with self._lock, self._write() as conn:
+            return tokens.delete(conn, SQLITE, principal)
 
     # --- schedules (store/schedules.py) ---
 
@@ -573,3 +592,4 @@ def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any
 
 _CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here
 _SCHEDULES: type[ScheduleStore] = SqliteStore
+_TOKENS: type[TokenStore] = SqliteStore
