@@ -30,6 +30,7 @@ from plait.store import claims, schedules, sql, tokens
 from plait.store.base import Listener, ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over
 from plait.store.node_reads import NodeFetcher
+from plait.store.read_only import read_only_message, read_only_query, read_only_reason
 from plait.store.records import (
     FIRED,
     OVERLAPPED,
@@ -98,14 +99,18 @@ class SqliteStore:
         memory = self.path == ":memory:"
         try:
             if read_only:
-                uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro"
+                uri = f"file:{quote(os.path.abspath(self.path))}?{read_only_query(self.path)}"
                 conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             else:
                 if not memory:
                     Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
+            reason = None if memory else read_only_reason(self.path)
+            if reason is not None and not read_only:
+                raise PlaitError("E020", read_only_message(self.path, reason)) from exc
             raise PlaitError("E020", f"storage error on {self.path}: {exc}") from exc
+        self.read_only = read_only
         self._conn = conn
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -503,6 +508,11 @@ class SqliteStore:
         return self._storage_error(exc)
 
     def _storage_error(self, exc: sqlite3.Error) -> PlaitError:
+        code = int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) and self.path != ":memory:":
+            reason = "it was opened read-only" if self.read_only else read_only_reason(self.path)
+            if reason is not None:
+                return PlaitError("E020", read_only_message(self.path, reason))
         return PlaitError("E020", f"storage error on {self.path}: {exc}")
 
     @contextmanager
