@@ -35,8 +35,9 @@ paths = st.one_of(
     st.text(st.characters(exclude_categories=("Cs",)), max_size=60),
 )  # fmt: skip
 """Workflow paths; no lone surrogates: no client can send one (they are not UTF-8)."""
+finite = st.floats(allow_nan=False, allow_infinity=False)  # what a JSON client can send
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | finite | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=12,
 )
