@@ -21,6 +21,6 @@ def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
     for name in ("PLAIT_DB", "PLAIT_NOW_MS", "PLAIT_CRASH_AT", "PLAIT_SERVE_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PLAIT_PRINCIPAL", OWNER)
-    app = create_app(TOKEN, db=f"sqlite:///{tmp_path}/plait.db", poll_s=0.0)
+    app = create_app(TOKEN, db=f"sqlite:///{tmp_path}/plait.db", poll_s=0.0, workflows=tmp_path)
     with TestClient(app) as client:
         yield Api(tmp_path, client)

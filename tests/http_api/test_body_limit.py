@@ -21,7 +21,7 @@ LIMIT = 1024
 @pytest.fixture
 def small(api: Api) -> Iterator[Api]:
     """The same store behind a server that reads at most LIMIT bytes of a body."""
-    app = create_app(TOKEN, db=api.db, poll_s=0.0, max_body_bytes=LIMIT)
+    app = create_app(TOKEN, db=api.db, poll_s=0.0, max_body_bytes=LIMIT, workflows=api.folder)
     with TestClient(app) as client:
         yield Api(api.folder, client)
 

@@ -39,7 +39,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     for name in ("PLAIT_DB", "PLAIT_NOW_MS", "PLAIT_CRASH_AT", "PLAIT_SERVE_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     db = f"sqlite:///{tmp_path}/plait.db"
-    app = create_app(TOKEN, db=db, poll_s=0.05, heartbeat_s=0.0)
+    app = create_app(TOKEN, db=db, poll_s=0.05, heartbeat_s=0.0, workflows=tmp_path)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

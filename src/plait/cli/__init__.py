@@ -18,6 +18,7 @@ from plait.cli.output import JsonUsageGroup
 from plait.cli.run import cancel, fork, resume, run
 from plait.cli.schedule import schedule_app
 from plait.cli.serve import serve
+from plait.cli.token import token_app
 from plait.cli.worker import gc, worker
 
 app = typer.Typer(
@@ -57,6 +58,7 @@ app.command("worker")(worker)
 app.command("gc")(gc)
 app.command("serve")(serve)
 app.add_typer(schedule_app, name="schedule")
+app.add_typer(token_app, name="token")
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ def asks(
 ) -> None:
     """List what waits for a human: the pending asks of one run, or of every parked run."""
     out = Output(json_output)
-    with out.reporting(), runtime(db) as rt:
+    with out.reporting(), runtime(db, reading=True) as rt:
         listed = asks_object(rt, run_id)
     if json_output:
         out.data(listed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated
@@ -13,6 +14,7 @@ from plait.driver.defaults import default_db
 from plait.driver.deltas import DeltaObserver
 from plait.driver.runtime import Runtime
 from plait.driver.wave import Observer
+from plait.store import open_for_reading
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 DbOption = Annotated[
@@ -37,10 +39,22 @@ def runtime(
     observer: Observer | None = None,
     durability: str | None = None,
     deltas: DeltaObserver | None = None,
+    reading: bool = False,
 ) -> Iterator[Runtime]:
-    """A Runtime on ``--db`` (or the default store), closed when the verb is done."""
+    """A Runtime on ``--db`` (or the default store), closed when the verb is done.
+
+    ``reading``: the verb only reads, so a store this process cannot write is opened
+    read-only (``store.read_only``), with a note on stderr saying so."""
+    url = db or default_db()
+    store = None
+    if reading:
+        store, reason = open_for_reading(url)
+        if reason is not None:
+            sys.stderr.write(f"plait: {reason}: reading {url} read-only\n")
+            sys.stderr.flush()
     rt = Runtime(
-        db or default_db(),
+        url,
+        store=store,
         principal=principal,
         observer=observer,
         durability=durability,

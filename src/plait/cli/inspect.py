@@ -37,7 +37,7 @@ def runs(
     out = Output(json_output)
     with out.reporting():
         check_run_status(status)  # before the store is opened (or created)
-        with runtime(db) as rt:
+        with runtime(db, reading=True) as rt:
             listed = runs_object(rt, status)
     rows: list[dict[str, Any]] = listed["runs"]
     if json_output:
@@ -78,7 +78,7 @@ def show(
     """Show where a run stands: status, outcome, spent, pending asks, context, and for a
     governed node in flight its active steps, allowed tools and why the others are blocked."""
     out = Output(json_output)
-    with out.reporting(), runtime(db) as rt:
+    with out.reporting(), runtime(db, reading=True) as rt:
         result, shown = show_object(rt, run_id)
     if json_output:
         out.data(shown)
@@ -137,7 +137,7 @@ def trace(
 ) -> None:
     """Every effect of a run in dispatch order."""
     out = Output(json_output)
-    with out.reporting(), runtime(db) as rt:
+    with out.reporting(), runtime(db, reading=True) as rt:
         traced = trace_object(rt, run_id)
     if json_output:
         out.data(traced)
@@ -217,7 +217,7 @@ def verify(
 ) -> None:
     """Re-drive runs from their journals (no tool, no model) and compare every checkpoint."""
     out = Output(json_output)
-    with out.reporting(), runtime(db) as rt:
+    with out.reporting(), runtime(db, reading=True) as rt:
         against = definition_of(load_workflow(workflow)) if workflow is not None else None
         if all_runs:
             ids = [i.run_id for i in rt.store.list_runs()]

@@ -9,7 +9,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
-from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
 
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
+from plait import files
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 from plait.cli.streaming import DeltaPrinter
@@ -43,11 +43,12 @@ def parse_input(value: str | None, option: str = "--input") -> Any:
         return None
     text = value
     if value.startswith("@"):
-        path = Path(value[1:])
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PlaitError("E019", f"{option} {value}: cannot read the file: {exc}") from exc
+            text = files.read_text(value[1:])
+        except files.UnreadableFile as exc:
+            reason = exc.refusal.reason.removeprefix("cannot read the file: ")
+            shown = files.shown(value)
+            raise PlaitError("E019", f"{option} {shown}: cannot read the file: {reason}") from None
     try:
         # Text no UTF-8 can hold (a lone surrogate escape) parses; the Runtime refuses it.
         return loads(text, unique_keys=True)

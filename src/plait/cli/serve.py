@@ -22,6 +22,7 @@ from plait.core.errors import PlaitError
 from plait.driver.defaults import default_db
 from plait.driver.worker import DEFAULT_POLL_MS
 from plait.server.auth import TOKEN_ENV, resolve_token
+from plait.server.confinement import Confinement
 from plait.server.drivers import DEFAULT_CONCURRENCY, DEFAULT_WORKERS
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
 from plait.store import open_store
@@ -125,6 +126,22 @@ def serve(
             help="Drivers claim at least this often (answers given here wake them at once).",
         ),
     ] = DEFAULT_POLL_MS,
+    workflows: Annotated[
+        str | None,
+        typer.Option(
+            "--workflows",
+            metavar="DIR",
+            help="The only folder whose workflow files requests may name (default: this one).",
+        ),
+    ] = None,
+    allow_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-model",
+            metavar="PREFIX",
+            help="Admit a request's model override starting with PREFIX (repeatable).",
+        ),
+    ] = None,
     principal: AsOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
@@ -132,6 +149,7 @@ def serve(
     """Serve the HTTP API and the web console, and drive runs, until stopped (Ctrl-C).
 
     With --as, the token always acts as that principal; else a request may name one ("as").
+    Tokens from `plait token add` act only as their principal, within their role.
     Its drivers (--workers) drive runs started here and every run an answer, a cancel, a
     message, a raise or a timer makes due; SIGTERM lets the drives in flight finish or park.
     """
@@ -146,6 +164,7 @@ def serve(
     url = db or default_db()
     with out.reporting():
         open_store(url).close()  # an unreachable store refuses now, not at the first request
+        confinement = Confinement.of(workflows, tuple(allow_model or ()))  # a missing folder
         sock = listening_socket(host, port)  # and an address it cannot have
     import uvicorn
 
@@ -161,6 +180,8 @@ def serve(
         workers=workers,
         worker_concurrency=worker_concurrency,
         worker_poll_ms=poll_ms,
+        workflows=confinement.root,
+        allow_models=confinement.allow_models,
     )
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="info", log_config=stderr_logging())

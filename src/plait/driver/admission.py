@@ -100,5 +100,12 @@ def budgets_of(manifest: dict[str, Any], journal: Journal | None) -> Budgets:
     if journal is not None:
         for record in journal.records:
             if record.kind == "budget_raise":
-                budgets.update(record.body)
+                budgets.update(raised_ceilings(record.body))
     return Budgets.from_json(budgets)
+
+
+def raised_ceilings(body: dict[str, Any]) -> dict[str, Any]:
+    """The ceilings of a ``budget_raise`` record: ``{"budgets", "by"}``, or (journaled
+    before raises named who made them) the ceilings themselves; no axis is ``budgets``."""
+    inner = body.get("budgets")
+    return dict(inner) if isinstance(inner, dict) else dict(body)

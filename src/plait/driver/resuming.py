@@ -20,7 +20,7 @@ from plait.core.events import (
     Start,
 )
 from plait.core.state import SchedulerState
-from plait.driver.admission import check_model
+from plait.driver.admission import check_model, raised_ceilings
 from plait.driver.checkpoints import read_state
 from plait.driver.children import Runs, cancel_children
 from plait.driver.driving import Drive, FromCheckpoint, Origin, Restart, drive_run
@@ -124,5 +124,5 @@ def unfed_events(journal: Journal, *, restart: bool = False) -> list[Event]:
         elif name == "input":
             events.append(InputReceived(record.body["message"]))
         else:
-            events.append(BudgetRaised(record.body))
+            events.append(BudgetRaised(raised_ceilings(record.body)))
     return events

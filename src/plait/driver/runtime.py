@@ -282,8 +282,9 @@ class Runtime:
         steering.cancel(self.host, run_id, reason, by or self.principal)
 
     def raise_budget(self, run_id: str, raised: dict[str, Any]) -> None:
-        """Journal raised ceilings (in the units a run keeps); fed as BudgetRaised."""
-        steering.raise_budget(self.host, run_id, raised)
+        """Journal raised ceilings (in the units a run keeps) and this runtime's principal
+        as who raised them; fed as BudgetRaised."""
+        steering.raise_budget(self.host, run_id, raised, self.principal)
 
     def run_sync(self, workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
         return asyncio.run(self.start(workflow, input, **kwargs))

@@ -34,11 +34,12 @@ def send(host: Host, run_id: str, message: Any) -> None:
     wake_root(host.store, run_id, host.clock())  # a parked run takes it when driven on
 
 
-def raise_budget(host: Host, run_id: str, raised: dict[str, Any]) -> None:
-    """Journal a manifest supersession with raised ceilings (fed as BudgetRaised)."""
+def raise_budget(host: Host, run_id: str, raised: dict[str, Any], by: str) -> None:
+    """Journal raised ceilings and who raised them (fed as BudgetRaised)."""
     check_ceilings(raised, "raise_budget")
     info = host.store.get_run(run_id)
-    host.store.commit(run_id, None, [RecordWrite("budget_raise", raised)])
+    body = {"budgets": raised, "by": by}
+    host.store.commit(run_id, None, [RecordWrite("budget_raise", body)])
     if info.parent_run_id is not None:
         # A child's own wake time keeps its tree from gc until a drive of the child
         # feeds the raise: the root's does not keep a finished root that is not

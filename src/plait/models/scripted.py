@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plait import files
 from plait.core.canonical import CanonicalJSONError, dumps, loads
 from plait.core.errors import PlaitError, Problem
 from plait.models.base import Delta, ModelError, ModelRequest, ModelResponse, OnDelta
@@ -74,13 +75,12 @@ class ScriptedModel:
         """Read and check ``path``; PLAIT-E004 when it is missing, PLAIT-E019 when malformed."""
         name = spec.partition(":")[2]
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise PlaitError("E004", f"scripted model file '{name}' not found") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PlaitError(
-                "E019", f"scripted model file '{name}': cannot be read: {exc}"
-            ) from exc
+            text = files.read_text(path)
+        except files.UnreadableFile as exc:
+            if exc.refusal.missing:
+                raise PlaitError("E004", f"scripted model file '{name}' not found") from None
+            where = f"scripted model file '{files.shown(name)}'"
+            raise PlaitError("E019", f"{where}: {exc.refusal.reason}") from None
         return cls.parse(spec, text)
 
     @classmethod

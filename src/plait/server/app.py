@@ -1,9 +1,12 @@
 """``create_app``: the FastAPI application ``plait serve`` runs.
 
-Every API route needs the server's bearer token (``bodies.ApiRoute`` checks it before
-it reads anything else); only the console page does not. Errors answer with the CLI's
-error object and a status from ``errors.STATUS``. Routes match the path as sent, segments
-still URL-encoded (``paths.EncodedSegments``), so a run id holding ``/`` is one segment.
+Every API route needs a bearer token — the server's, or a principal's from ``plait token
+add`` — whose role allows it (``bodies.ApiRoute`` checks both before it reads anything
+else, ``roles.py`` says which role may do what); only the console page does not. Workflow
+files and model overrides a request names are confined (``confinement.py``). Errors
+answer with the CLI's error object and a status from ``errors.STATUS``. Routes match the
+path as sent, segments still URL-encoded (``paths.EncodedSegments``), so a run id holding
+``/`` is one segment.
 The interactive API docs are off: the API is documented in docs/server.md, and those
 pages would load their script from a CDN.
 """
@@ -11,6 +14,7 @@ pages would load their script from a CDN.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -20,6 +24,7 @@ from plait.driver.defaults import default_db, default_principal
 from plait.driver.worker import DEFAULT_POLL_MS
 from plait.server import commands, console, driving, errors, events, reading, schedules
 from plait.server.auth import Access
+from plait.server.confinement import Confinement
 from plait.server.deltas import DeltaHub
 from plait.server.drivers import DEFAULT_CONCURRENCY, ServerDrivers, log_to_stderr
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
@@ -46,6 +51,8 @@ def create_app(
     worker_concurrency: int = DEFAULT_CONCURRENCY,
     worker_poll_ms: int = DEFAULT_POLL_MS,
     log: Callable[[str], None] = log_to_stderr,
+    workflows: str | os.PathLike[str] | None = None,
+    allow_models: tuple[str, ...] = (),
 ) -> FastAPI:
     """The API on store ``db`` (default ``$PLAIT_DB``, else ``.plait/plait.db``), behind ``token``.
 
@@ -59,10 +66,14 @@ def create_app(
     each driving up to ``worker_concurrency`` runs and claiming at least every
     ``worker_poll_ms``; 0 (the default here; ``plait serve`` runs 1) leaves queued and
     woken runs to ``plait worker`` processes. ``log`` takes the drivers' log lines.
+    ``workflows``: the only folder whose workflow files requests may start, graph or fork
+    onto (default: the current folder); ``allow_models``: the prefixes a request's model
+    override may start with (default: none; ``confinement.Confinement``).
     """
     if not token:
         raise ValueError("create_app needs a non-empty token")
     access = Access(token, principal or default_principal(), bound)
+    confinement = Confinement.of(workflows, allow_models)
     url = db or default_db()
     hub = DeltaHub()
     drivers = ServerDrivers(
@@ -100,6 +111,7 @@ def create_app(
         max_body_bytes,
         drivers,
         hub,
+        confinement,
     )
     errors.install(app)
     for module in (reading, commands, driving, events, schedules):  # each through ApiRoute

@@ -1,7 +1,9 @@
 """How every API route reads a request: who asks first, then the body and the path.
 
 The token is checked before the body is read, so a request without it is PLAIT-E029
-(401) whatever it carries. Bodies are read as strictly as the CLI reads ``--input``:
+(401) whatever it carries, and so is the role: a token whose role may not take the
+route's action (``roles.ROUTE_ACTIONS``) is PLAIT-E033 (403) before anything is read.
+Bodies are read as strictly as the CLI reads ``--input``:
 FastAPI's own parser keeps the last of two equal keys and accepts NaN; a body that names a
 key twice, holds NaN/Infinity or text no UTF-8 can store is refused here (PLAIT-E019,
 400) before any route sees it, so nothing a person sent ambiguously reaches a journal.
@@ -14,6 +16,7 @@ decoded here, so an id holding a ``/`` is one segment.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -24,6 +27,7 @@ from plait.core.canonical import CanonicalJSONError, dumpb, loads
 from plait.core.errors import PlaitError
 from plait.server.paths import decoded
 from plait.server.replies import error_reply
+from plait.server.roles import action_of
 from plait.server.settings import ServerSettings
 
 PAYLOAD_TOO_LARGE = 413
@@ -34,10 +38,19 @@ class ApiRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()
+        action = action_of(next(iter(self.methods or {"GET"})), self.path)
 
         async def checked(request: Request) -> Response:
             settings: ServerSettings = request.app.state.plait
-            settings.access.check(request.headers.get("authorization"))
+            header = request.headers.get("authorization")
+            if settings.access.admits(header):  # the trusted token: no store read
+                caller = settings.access.caller(header, settings.find_token)
+            else:
+                caller = await asyncio.to_thread(
+                    settings.access.caller, header, settings.find_token
+                )
+            caller.may(action)
+            request.state.caller = caller
             params = request.scope.get("path_params", {})
             request.scope["path_params"] = {key: decoded(value) for key, value in params.items()}
             body = await read_body(request, settings.max_body_bytes)

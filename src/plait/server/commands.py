@@ -3,7 +3,8 @@
 due and wakes the server's drivers, which drive it on (or ``resume``, or a worker).
 
 Each answers with the object ``plait VERB --json`` prints. ``as`` names the principal
-where the CLI takes ``--as``; the token decides whether it may (``auth.Access``).
+where the CLI takes ``--as``; the token decides whether it may (``auth.Caller``), and
+the principal it acts as is journaled with every answer, cancel and raise.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from plait.core.errors import PlaitError
 from plait.driver import verbs
 from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
-from plait.server.settings import Settings
+from plait.server.settings import CallerOf, Settings
 
 router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
 
@@ -56,12 +57,12 @@ class Cancel(Acting):
 
 
 @router.post("/runs/{run_id}/asks/{ask_id}/respond")
-def respond(settings: Settings, run_id: str, ask_id: str, body: Respond) -> Any:
+def respond(settings: Settings, caller: CallerOf, run_id: str, ask_id: str, body: Respond) -> Any:
     """``plait respond``: ``{"result": ...}`` answers, ``{"deny": "reason"}`` refuses."""
     given = body.model_fields_set
     if ("result" in given) == ("deny" in given and body.deny is not None):
         raise PlaitError("E028", "respond: give exactly one of 'result' or 'deny'")
-    by = settings.access.acting_as(body.principal)
+    by = caller.acting_as(body.principal)
     with settings.runtime(by) as rt:
         if body.deny is not None:
             accepted = rt.respond(run_id, ask_id, deny=body.deny)
@@ -72,10 +73,12 @@ def respond(settings: Settings, run_id: str, ask_id: str, body: Respond) -> Any:
 
 
 @router.post("/runs/{run_id}/asks/{ask_id}/approve")
-def approve(settings: Settings, run_id: str, ask_id: str, body: Approve | None = None) -> Any:
+def approve(
+    settings: Settings, caller: CallerOf, run_id: str, ask_id: str, body: Approve | None = None
+) -> Any:
     """``plait approve``: the approver must not be the run's principal (PLAIT-E012)."""
     body = body or Approve()
-    by = settings.access.acting_as(body.principal)
+    by = caller.acting_as(body.principal)
     with settings.runtime(by) as rt:
         accepted = rt.respond(run_id, ask_id, approve=True, reason=body.reason)
     settings.drivers.wake()
@@ -83,9 +86,9 @@ def approve(settings: Settings, run_id: str, ask_id: str, body: Approve | None =
 
 
 @router.post("/runs/{run_id}/asks/{ask_id}/deny")
-def deny(settings: Settings, run_id: str, ask_id: str, body: Deny) -> Any:
+def deny(settings: Settings, caller: CallerOf, run_id: str, ask_id: str, body: Deny) -> Any:
     """``plait deny``."""
-    by = settings.access.acting_as(body.principal)
+    by = caller.acting_as(body.principal)
     with settings.runtime(by) as rt:
         accepted = rt.respond(run_id, ask_id, approve=False, reason=body.reason)
     settings.drivers.wake()
@@ -93,19 +96,19 @@ def deny(settings: Settings, run_id: str, ask_id: str, body: Deny) -> Any:
 
 
 @router.post("/runs/{run_id}/send")
-def send(settings: Settings, run_id: str, body: Send) -> Any:
+def send(settings: Settings, caller: CallerOf, run_id: str, body: Send) -> Any:
     """``plait send``: a steering message for the run's next superstep."""
-    with settings.runtime() as rt:
+    with settings.runtime(caller.principal) as rt:
         rt.send(run_id, body.message)
     settings.drivers.wake()
     return verbs.accepted(run_id)
 
 
 @router.post("/runs/{run_id}/cancel")
-def cancel(settings: Settings, run_id: str, body: Cancel | None = None) -> Any:
+def cancel(settings: Settings, caller: CallerOf, run_id: str, body: Cancel | None = None) -> Any:
     """``plait cancel``: journaled now, seen by the driver at its next step."""
     body = body or Cancel()
-    by = settings.access.acting_as(body.principal)
+    by = caller.acting_as(body.principal)
     with settings.runtime(by) as rt:
         rt.cancel(run_id, body.reason)
     settings.drivers.wake()
@@ -113,12 +116,12 @@ def cancel(settings: Settings, run_id: str, body: Cancel | None = None) -> Any:
 
 
 @router.post("/runs/{run_id}/raise-budget")
-def raise_budget(settings: Settings, run_id: str, body: dict[str, Any]) -> Any:
+def raise_budget(settings: Settings, caller: CallerOf, run_id: str, body: dict[str, Any]) -> Any:
     """``plait raise-budget``: ``{"tokens": 400000, "usd": 5}`` (axes and units of the CLI)."""
     if not body:
         raise PlaitError("E019", 'raise-budget: give at least one axis, e.g. {"tokens": 1000}')
     raised = ceilings(body)
-    with settings.runtime() as rt:
+    with settings.runtime(caller.principal) as rt:
         accepted = verbs.raise_budget(rt, run_id, raised)
     settings.drivers.wake()
     return accepted

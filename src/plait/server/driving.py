@@ -24,14 +24,14 @@ from plait.server.bodies import ApiRoute
 from plait.server.commands import Acting, ceilings
 from plait.server.events import SETTLED
 from plait.server.replies import CanonicalJSON
-from plait.server.settings import ServerSettings, Settings
+from plait.server.settings import CallerOf, ServerSettings, Settings
 from plait.workflow import load_workflow
 
 router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
 
 
 class Start(Acting):
-    workflow: str = Field(description="A workflow file on the server's disk.")
+    workflow: str = Field(description="A workflow file of the folder the server serves.")
     input: Any = None
     model: str | None = None
     run_id: str | None = None
@@ -52,14 +52,16 @@ MAX_WAIT_S = 3600.0
 @router.post("/runs", status_code=202)
 def start(
     settings: Settings,
+    caller: CallerOf,
     body: Start,
     response: Response,
     wait: Annotated[float | None, Query(ge=0, le=MAX_WAIT_S)] = None,
 ) -> Any:
     """``plait run WORKFLOW --detach``: the queued run's object (202); with ``?wait=S``,
     the run object once it parks or finishes within S seconds (200), else as it is (202)."""
-    wf = load_workflow(body.workflow, body.model)
-    principal = settings.access.acting_as(body.principal)
+    principal = caller.acting_as(body.principal)
+    path = settings.confinement.workflow(body.workflow)
+    wf = load_workflow(path, settings.confinement.model(body.model))
     with settings.runtime(principal, durability=wf.durability) as rt:
         queued = asyncio.run(rt.enqueue(wf, body.input, run_id=body.run_id))
         settings.drivers.wake()
@@ -85,21 +87,21 @@ def settled_within(settings: ServerSettings, rt: Runtime, run_id: str, wait_s: f
 
 
 @router.post("/runs/{run_id}/resume")
-def resume(settings: Settings, run_id: str) -> Any:
+def resume(settings: Settings, caller: CallerOf, run_id: str) -> Any:
     """``plait resume RUN_ID``: drive on from the last checkpoint (a finished run reports
     its outcome again)."""
-    with settings.runtime(driving=True) as rt:
+    with settings.runtime(caller.principal, driving=True) as rt:
         return asyncio.run(rt.resume(run_id)).to_json()
 
 
 @router.post("/runs/{run_id}/fork")
-def fork(settings: Settings, run_id: str, body: Fork | None = None) -> Any:
+def fork(settings: Settings, caller: CallerOf, run_id: str, body: Fork | None = None) -> Any:
     """``plait fork RUN_ID``: a new run from a checkpoint, made by the acting principal with
     ``set``'s context edits; the base run is never touched."""
     body = body or Fork()
-    wf = load_workflow(body.workflow) if body.workflow else None
+    principal = caller.acting_as(body.principal)
+    wf = load_workflow(settings.confinement.workflow(body.workflow)) if body.workflow else None
     budgets = ceilings(body.budget)
-    principal = settings.access.acting_as(body.principal)
     with settings.runtime(principal) as rt:
         fork = rt.fork(run_id, at=body.at, workflow=wf, budgets=budgets or None, edits=body.edits)
         return asyncio.run(fork).to_json()

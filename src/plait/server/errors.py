@@ -36,6 +36,10 @@ STATUS: dict[str, int] = {
     # who is asking
     "E029": UNAUTHENTICATED,
     "E012": FORBIDDEN,
+    "E033": FORBIDDEN,
+    # where: a file outside the served folder, a model override not admitted
+    "E034": FORBIDDEN,
+    "E035": FORBIDDEN,
     # what is asked about does not exist
     "E017": NOT_FOUND,
     # the run's state refuses the request: a settled or expired ask, a duplicate run id,

@@ -1,4 +1,5 @@
-"""Routes that read runs back: ``runs``, ``show``, ``trace``, ``verify``, ``asks``, ``graph``.
+"""Routes that read runs back: ``runs``, ``show``, ``trace``, ``verify``, ``asks``, ``graph``,
+and ``me`` (who the request's token is).
 
 Each answers with the object ``plait VERB --json`` prints. Routes are plain functions:
 FastAPI runs them in its thread pool, so store calls never block the event loop.
@@ -13,11 +14,18 @@ from fastapi import APIRouter
 from plait.driver import verbs
 from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
-from plait.server.settings import Settings
+from plait.server.settings import CallerOf, Settings
 from plait.workflow import load_workflow
 from plait.workflow.chart import graph_object, pinned_chart
 
 router = APIRouter(default_response_class=CanonicalJSON, route_class=ApiRoute)
+
+
+@router.get("/me")
+def me(caller: CallerOf) -> Any:
+    """Who the request's token is: ``{"principal", "role"}`` (principal null for the
+    server's own token when ``plait serve --as`` does not bind it)."""
+    return caller.me()
 
 
 @router.get("/runs")
@@ -73,6 +81,6 @@ def run_graph(settings: Settings, run_id: str) -> Any:
 
 
 @router.get("/workflows/graph")
-def workflow_graph(path: str) -> Any:
-    """``plait graph WORKFLOW --json``, for a workflow file on the server's disk."""
-    return graph_object(load_workflow(path, require_model=False))
+def workflow_graph(settings: Settings, path: str) -> Any:
+    """``plait graph WORKFLOW --json``, for a workflow file of the folder the server serves."""
+    return graph_object(load_workflow(settings.confinement.workflow(path), require_model=False))

@@ -1,7 +1,7 @@
 """Routes of ``plait schedule``: add, list, pause, resume, delete and sync schedules.
 
 Each answers with the object ``plait schedule VERB --json`` prints (``driver.scheduling``
-builds both). A workflow file is a path on the server's disk, as for ``POST /runs``.
+builds both). A workflow file is a file of the folder the server serves, as for ``POST /runs``.
 The server's drivers (and ``plait worker`` processes) fire the slots.
 """
 
@@ -46,7 +46,7 @@ def list_schedules(settings: Settings) -> Any:
 @router.post("/schedules")
 def add_schedule(settings: Settings, body: AddSchedule) -> Any:
     """``plait schedule add``: ``{"name", "accepted": true, "next_ms"}``."""
-    source = scheduling.checked_workflow(body.workflow)
+    source = scheduling.checked_workflow(str(settings.confinement.workflow(body.workflow)))
     given = body.model_dump(exclude={"name", "workflow"})
     spec = make_spec(body.name, source, **given)
     with settings.runtime() as rt:
@@ -57,7 +57,8 @@ def add_schedule(settings: Settings, body: AddSchedule) -> Any:
 def sync_schedules(settings: Settings, body: SyncSchedules) -> Any:
     """``plait schedule sync FILE``: the file's ``schedules:`` registered."""
     with settings.runtime() as rt:
-        return scheduling.sync_schedules(rt, body.workflow)
+        path = settings.confinement.workflow(body.workflow)
+        return scheduling.sync_schedules(rt, str(path))
 
 
 @router.post("/schedules/{name}/pause")

@@ -15,10 +15,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from plait.driver.runtime import Runtime
-from plait.server.auth import Access
+from plait.server.auth import Access, Caller
+from plait.server.confinement import Confinement
 from plait.server.deltas import DeltaHub
 from plait.server.drivers import ServerDrivers
 from plait.server.limits import DEFAULT_MAX_BODY_BYTES
+from plait.server.tokens import find_token
+from plait.store import open_store
+from plait.store.records import TokenRow
 
 DEFAULT_POLL_S = 0.25
 DEFAULT_HEARTBEAT_S = 15.0
@@ -32,8 +36,9 @@ def never_stopping() -> bool:
 @dataclass(frozen=True)
 class ServerSettings:
     """The store URL, who may call and as whom, how the event stream polls, whether the
-    server is shutting down, the largest request body it reads, its own drivers, and the
-    hub that hands the deltas of the turns they drive to the event streams."""
+    server is shutting down, the largest request body it reads, its own drivers, the
+    hub that hands the deltas of the turns they drive to the event streams, and which
+    workflow files and model overrides requests may name."""
 
     db: str
     access: Access
@@ -43,6 +48,16 @@ class ServerSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     drivers: ServerDrivers = field(default_factory=lambda: ServerDrivers("", ""))
     deltas: DeltaHub = field(default_factory=DeltaHub)
+    confinement: Confinement = field(default_factory=lambda: Confinement.of(None))
+
+    def find_token(self, token: str) -> TokenRow | None:
+        """The principal's token row ``token`` is (``plait token add``), read from the store
+        at every request, so a revoked token is refused at once."""
+        store = open_store(self.db)
+        try:
+            return find_token(store, token)
+        finally:
+            store.close()
 
     @contextmanager
     def runtime(
@@ -68,3 +83,13 @@ async def current(request: Request) -> ServerSettings:
 
 
 Settings = Annotated[ServerSettings, Depends(current)]
+
+
+async def current_caller(request: Request) -> Caller:
+    """Who sent the request: ``bodies.ApiRoute`` found out before the route runs."""
+    caller: Caller = request.state.caller
+    return caller
+
+
+CallerOf = Annotated[Caller, Depends(current_caller)]
+"""A route's caller: its role and the principal it acts as (``auth.Caller``)."""

@@ -10,6 +10,7 @@ import os
 
 from plait.core.errors import PlaitError
 from plait.store.base import Store
+from plait.store.read_only import read_only_reason
 from plait.store.records import (
     RUN_STATUSES,
     CheckpointMeta,
@@ -49,6 +50,7 @@ __all__ = [
     "StatusWrite",
     "Store",
     "Write",
+    "open_for_reading",
     "open_store",
     "sqlite_path",
 ]
@@ -97,3 +99,16 @@ def open_store(url: str, *, durability: str = "normal") -> Store:
             "E020", f"unsupported store URL scheme '{scheme}' (expected sqlite or postgresql)"
         )
     return SqliteStore(os.path.expanduser(path), durability)
+
+
+def open_for_reading(url: str) -> tuple[Store, str | None]:
+    """Open a store to read it: a SQLite file this process cannot write (``read_only.py``)
+    is opened read-only, and the reason is returned for the caller to say; else as
+    ``open_store`` does (reason None)."""
+    path = sqlite_path(url) if "://" not in url or url.startswith("sqlite://") else None
+    if path is not None and path != ":memory:":
+        full = os.path.expanduser(path)
+        reason = read_only_reason(full)
+        if reason is not None and os.path.exists(full):
+            return SqliteStore(full, read_only=True), reason
+    return open_store(url), None

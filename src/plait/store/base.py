@@ -25,6 +25,7 @@ from plait.store.records import (
     Record,
     RunInfo,
     ScheduleRow,
+    TokenRow,
     Write,
 )
 
@@ -265,6 +266,28 @@ class ScheduleStore(Protocol):
 
     def schedule_slots(self, name: str | None = None) -> list[tuple[str, int, str]]:
         """Fired slots (schedule, slot_ms, run_id), of one schedule or all."""
+        ...
+
+
+@runtime_checkable
+class TokenStore(Protocol):
+    """API tokens (``plait token``): a principal's role and its token's digest
+    (``store/tokens.py``); the token itself is never stored."""
+
+    def put_token(self, row: TokenRow) -> bool:
+        """Store a principal's token, replacing the one it had; True when it had none."""
+        ...
+
+    def token_by_digest(self, digest: str) -> TokenRow | None:
+        """The token whose SHA-256 is ``digest``, or None."""
+        ...
+
+    def list_tokens(self) -> list[TokenRow]:
+        """Every principal's token row, by principal."""
+        ...
+
+    def revoke_token(self, principal: str) -> bool:
+        """Delete the principal's token (refused at once); whether it had one."""
         ...
 
 

@@ -42,8 +42,8 @@ from psycopg.conninfo import conninfo_to_dict
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, schedules, sql
-from plait.store.base import ScheduleStore, WorkStore, never_dead, unknown_run
+from plait.store import claims, schedules, sql, tokens
+from plait.store.base import ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher
 from plait.store.pg_commit import COMMIT, commit_params
@@ -60,6 +60,7 @@ from plait.store.records import (
     Record,
     RunInfo,
     ScheduleRow,
+    TokenRow,
     Write,
 )
 from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
@@ -355,6 +356,26 @@ class PostgresStore:
                 for table in ("journal", "manifests", "leases", "schedule_slots", "runs"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
         return doomed
+
+    # --- API tokens (store/tokens.py) ---
+
+    def put_token(self, row: TokenRow) -> bool:
+        where = f"writing the token of '{row.principal}'"
+        with self._connection(where) as conn, conn.transaction():
+            return tokens.put(conn, POSTGRES, row)
+
+    def token_by_digest(self, digest: str) -> TokenRow | None:
+        with self._connection("reading API tokens") as conn:
+            return tokens.by_digest(conn, POSTGRES, digest)
+
+    def list_tokens(self) -> list[TokenRow]:
+        with self._connection("listing API tokens") as conn:
+            return tokens.all_rows(conn)
+
+    def revoke_token(self, principal: str) -> bool:
+        where = f"revoking the token of '{principal}'"
+        with self._connection(where) as conn, conn.transaction():
+            return tokens.delete(conn, POSTGRES, principal)
 
     # --- schedules (store/schedules.py) ---
 
@@ -659,3 +680,4 @@ def _describe(url: str) -> tuple[str, str]:
 
 _CONFORMS: type[WorkStore] = PostgresStore  # mypy checks the whole contract here
 _SCHEDULES: type[ScheduleStore] = PostgresStore
+_TOKENS: type[TokenStore] = PostgresStore

@@ -227,3 +227,13 @@ FIRED, TAKEN, OVERLAPPED = "fired", "taken", "overlap"
 """What ``fire_slot`` did with a slot: started its run; found it taken (another worker
 fired it, or moved the schedule past it, paused or deleted it); skipped it because the
 schedule's previous run is not finished (``overlap: skip``)."""
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """One principal's API token as stored: never the token, only its SHA-256 (hex)."""
+
+    principal: str
+    role: str
+    digest: str
+    created_ms: int

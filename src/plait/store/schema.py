@@ -200,6 +200,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ){rowid}""",
         "CREATE INDEX schedule_slots_by_run ON schedule_slots (run_id)",
     )),
+    # 7: API tokens (docs/security.md): a principal's role and the SHA-256 of its token,
+    # never the token itself; the digest is how a request's token is found.
+    Migration((
+        """CREATE TABLE tokens (
+            principal TEXT PRIMARY KEY,
+            role TEXT NOT NULL CHECK (role IN ('viewer', 'operator', 'approver', 'admin')),
+            digest TEXT NOT NULL UNIQUE,
+            created_ms {int} NOT NULL
+        )""",
+    )),
 )  # fmt: skip
 
 

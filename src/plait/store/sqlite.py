@@ -26,10 +26,11 @@ from urllib.parse import quote
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, schedules, sql
-from plait.store.base import Listener, ScheduleStore, WorkStore, never_dead, unknown_run
+from plait.store import claims, schedules, sql, tokens
+from plait.store.base import Listener, ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over
 from plait.store.node_reads import NodeFetcher
+from plait.store.read_only import read_only_message, read_only_query, read_only_reason
 from plait.store.records import (
     FIRED,
     OVERLAPPED,
@@ -40,6 +41,7 @@ from plait.store.records import (
     Record,
     RunInfo,
     ScheduleRow,
+    TokenRow,
     Write,
 )
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
@@ -97,14 +99,18 @@ class SqliteStore:
         memory = self.path == ":memory:"
         try:
             if read_only:
-                uri = f"file:{quote(os.path.abspath(self.path))}?mode=ro"
+                uri = f"file:{quote(os.path.abspath(self.path))}?{read_only_query(self.path)}"
                 conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             else:
                 if not memory:
                     Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
+            reason = None if memory else read_only_reason(self.path)
+            if reason is not None and not read_only:
+                raise PlaitError("E020", read_only_message(self.path, reason)) from exc
             raise PlaitError("E020", f"storage error on {self.path}: {exc}") from exc
+        self.read_only = read_only
         self._conn = conn
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -261,6 +267,24 @@ class SqliteStore:
                     f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
                 )
         return doomed
+
+    # --- API tokens (store/tokens.py) ---
+
+    def put_token(self, row: TokenRow) -> bool:
+        with self._lock, self._write() as conn:
+            return tokens.put(conn, SQLITE, row)
+
+    def token_by_digest(self, digest: str) -> TokenRow | None:
+        with self._lock, self._read() as conn:
+            return tokens.by_digest(conn, SQLITE, digest)
+
+    def list_tokens(self) -> list[TokenRow]:
+        with self._lock, self._read() as conn:
+            return tokens.all_rows(conn)
+
+    def revoke_token(self, principal: str) -> bool:
+        with self._lock, self._write() as conn:
+            return tokens.delete(conn, SQLITE, principal)
 
     # --- schedules (store/schedules.py) ---
 
@@ -484,6 +508,11 @@ class SqliteStore:
         return self._storage_error(exc)
 
     def _storage_error(self, exc: sqlite3.Error) -> PlaitError:
+        code = int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) and self.path != ":memory:":
+            reason = "it was opened read-only" if self.read_only else read_only_reason(self.path)
+            if reason is not None:
+                return PlaitError("E020", read_only_message(self.path, reason))
         return PlaitError("E020", f"storage error on {self.path}: {exc}")
 
     @contextmanager
@@ -573,3 +602,4 @@ def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any
 
 _CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here
 _SCHEDULES: type[ScheduleStore] = SqliteStore
+_TOKENS: type[TokenStore] = SqliteStore

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
+from plait import files
 from plait.core.errors import PlaitError, Problem
 from plait.core.plan import NODE_KINDS, EdgeSpec, NodeSpec, Plan, build_plan
 from plait.core.reducers import REDUCERS
@@ -368,8 +369,12 @@ def _judge_spec(j: _Judge, field: str, place: Place, spec: Any, base_dir: Path) 
         j.add("E006", f"{field}: model '{spec}': {problem}", place)
     elif spec.startswith("scripted:"):
         script = spec.partition(":")[2]
-        if not (base_dir / script).is_file():
+        refusal = files.file_refusal(base_dir / script)
+        if refusal is not None and refusal.missing:
             j.add("E004", f"{field}: scripted model file '{script}' not found", place)
+        elif refusal is not None:
+            shown = files.shown(script)
+            j.add("E019", f"{field}: scripted model file '{shown}': {refusal.reason}", place)
 
 
 def _judge_tool(j: _Judge, name: str, tool: ToolDef) -> None:
@@ -450,8 +455,14 @@ def _judge_node(j: _Judge, wf: Workflow, i: int, node: NodeDef) -> None:
         if name not in wf.tools:
             key = "tool" if name == node.tool else "tools"
             j.add("E004", f"{where}: unknown tool '{name}'{_tool_hint(name, wf)}", (*place, key))
-    if isinstance(node.workflow, str) and not (wf.base_dir / node.workflow).is_file():
+    refusal = (
+        files.file_refusal(wf.base_dir / node.workflow) if isinstance(node.workflow, str) else None
+    )
+    if refusal is not None and refusal.missing:
         j.add("E004", f"{where}: workflow file '{node.workflow}' not found", (*place, "workflow"))
+    elif refusal is not None:
+        why = f"workflow file '{files.shown(str(node.workflow))}': {refusal.reason}"
+        j.add("E019", f"{where}: {why}", (*place, "workflow"))
     for problem, key in agent_problems(wf, node):
         j.add("E004", f"{where}: {problem}", (*place, key))
 

@@ -10,29 +10,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from plait import files
 from plait.workflow.json_reader import parse_json
 from plait.workflow.located import Found, plain
 from plait.workflow.yaml_reader import parse_yaml
 
-MAX_FILE_BYTES = 10_000_000
+MAX_FILE_BYTES = files.DEFAULT_LIMIT
 
 
 def read_text(path: Path) -> tuple[str | None, Found]:
-    """The file's text (UTF-8, at most MAX_FILE_BYTES), or why it cannot be read."""
+    """The file's text (UTF-8, at most MAX_FILE_BYTES), or why it cannot be read: only a
+    regular file is read, and never in a way that blocks (``plait.files``)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, [
-                (None, f"the file is larger than {MAX_FILE_BYTES // 1_000_000} MB ({size} bytes)")
-            ]
-        data = path.read_bytes()
-    except OSError as exc:
-        return None, [(None, f"cannot read the file: {exc.strerror or exc}")]
-    try:
-        return data.decode("utf-8-sig"), []
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return None, [(line, f"the file is not UTF-8 text (byte {exc.start})")]
+        return files.read_text(path, MAX_FILE_BYTES), []
+    except files.UnreadableFile as exc:
+        return None, [(exc.refusal.line, exc.refusal.reason)]
 
 
 def parse_file(path: Path) -> tuple[Any, Found]:
@@ -49,8 +41,11 @@ def flow_file(path: str, base_dir: Path) -> tuple[Any, Found, str]:
     Its steps are judged by plait.governance; here it only has to be a readable mapping.
     """
     full = base_dir / path
-    if not full.is_file():
+    refusal = files.file_refusal(full)
+    if refusal is not None and refusal.missing:
         return None, [(None, f"flow file '{path}' not found")], "E004"
+    if refusal is not None:
+        return None, [(None, f"flow file '{files.shown(path)}': {refusal.reason}")], "E019"
     value, found = parse_file(full)
     found = [(None, f"flow file '{path}'{f' line {n}' if n else ''}: {m}") for n, m in found]
     if not found and not isinstance(value, Mapping):

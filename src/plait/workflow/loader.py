@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from plait import files
 from plait.core.errors import PlaitError, Problem
 from plait.tools.python import PYTHON_SPEC, resolve_python
 from plait.workflow.checks import (
@@ -121,7 +122,9 @@ def _load(
     )
     if issues or plan_issues:
         issues.sort(key=lambda i: (i.line is None, i.line or 0))
-        raise WorkflowError([i.problem() for i in (*issues, *plan_issues)], str(path), warnings)
+        raise WorkflowError(
+            [i.problem() for i in (*issues, *plan_issues)], files.shown(path), warnings
+        )
     assert wf is not None
     if require_model and plan is not None:
         remember_plan(wf, plan)  # judged whole just now: a run does not judge it again

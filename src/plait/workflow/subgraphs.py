@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from plait import files
 from plait.core.errors import PlaitError, Problem
 from plait.workflow.checks import NO_MODEL, Issue
 
@@ -81,15 +82,15 @@ def _child(wf: Workflow, i: int, node: NodeDef, trail: Trail) -> list[Issue]:
     if node.kind != "subgraph" or not isinstance(node.workflow, str):
         return []
     path = wf.base_dir / node.workflow
-    if not path.is_file():
-        return []  # judged already: PLAIT-E004 workflow file not found
+    if not files.is_regular_file(path):
+        return []  # judged already: PLAIT-E004 not found, or PLAIT-E019 not a regular file
     place = ("nodes", i, "workflow")
     node_id = node.id if isinstance(node.id, str) else None
     where = f"node '{node_id}'" if node_id is not None else f"node #{i + 1}"
     full = path.resolve()
     if full in trail.loading:
-        files = [*trail.loading[trail.loading.index(full) :], full]
-        cycle = " -> ".join(trail.name(f) for f in files)
+        chain = [*trail.loading[trail.loading.index(full) :], full]
+        cycle = " -> ".join(trail.name(f) for f in chain)
         why = f"workflow file '{node.workflow}' closes a cycle of workflow files: {cycle}"
         return [Issue("E004", f"{where}: {why}", place, node=node_id)]
     if full not in trail.judged:
@@ -129,7 +130,8 @@ def subgraph_warnings(wf: Workflow, trail: Trail) -> list[Issue]:
         node_id = node.id if isinstance(node.id, str) else None
         where = f"node '{node_id}'" if node_id is not None else f"node #{i + 1}"
         inside = f"{where}: workflow file '{node.workflow}'"
-        for w in trail.warned.get((wf.base_dir / node.workflow).resolve(), ()):
+        full = files.resolved(wf.base_dir / node.workflow)
+        for w in trail.warned.get(full, ()) if full is not None else ():
             message = f"{inside}{_line(w)}: {w.message}"
             found.append(Issue(w.code, message, ("nodes", i, "workflow"), node=node_id))
     return found
