@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from plait.core.errors import PlaitError
 from plait.driver.defaults import default_db
-from plait.driver.deltas import DeltaObserver
-from plait.driver.runtime import Runtime
-from plait.driver.wave import Observer
+
+if TYPE_CHECKING:
+    from plait.driver.deltas import DeltaObserver
+    from plait.driver.runtime import Runtime
+    from plait.driver.wave import Observer
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 DbOption = Annotated[
@@ -39,6 +41,8 @@ def runtime(
     deltas: DeltaObserver | None = None,
 ) -> Iterator[Runtime]:
     """A Runtime on ``--db`` (or the default store), closed when the verb is done."""
+    from plait.driver.runtime import Runtime  # imported when a verb opens the store
+
     rt = Runtime(
         db or default_db(),
         principal=principal,

@@ -7,12 +7,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
 from plait.cli.common import DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
-from plait.cli.run import describe, status_exit
+from plait.cli.results import describe, status_exit
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.driver.verbs import (
@@ -22,8 +20,6 @@ from plait.driver.verbs import (
     trace_object,
     verify_report,
 )
-from plait.workflow import load_workflow
-from plait.workflow.run_definition import definition_of
 
 
 def runs(
@@ -46,6 +42,8 @@ def runs(
     if not rows:
         out.say("no runs" + (f" with status {status}" if status else ""))
         return
+    from rich.table import Table  # a person's table, never built for --json
+
     table = Table()
     # Ids are folded onto more lines when the terminal is narrow, never cut short.
     table.add_column("run", overflow="fold")
@@ -143,6 +141,8 @@ def trace(
         out.data(traced)
         return
     entries = traced["entries"]
+    from rich.table import Table  # a person's table, never built for --json
+
     table = Table("step")
     table.add_column("node", overflow="fold")  # an id, never cut short
     for name in ("attempt", "seq", "kind"):
@@ -218,7 +218,12 @@ def verify(
     """Re-drive runs from their journals (no tool, no model) and compare every checkpoint."""
     out = Output(json_output)
     with out.reporting(), runtime(db) as rt:
-        against = definition_of(load_workflow(workflow)) if workflow is not None else None
+        against = None
+        if workflow is not None:
+            from plait.workflow import load_workflow
+            from plait.workflow.run_definition import definition_of
+
+            against = definition_of(load_workflow(workflow))
         if all_runs:
             ids = [i.run_id for i in rt.store.list_runs()]
         elif run_ids:
@@ -227,6 +232,8 @@ def verify(
             raise PlaitError("E019", "verify: give one or more RUN_IDs, or --all")
         reports = []
         if all_runs and not json_output:
+            from rich.progress import Progress
+
             with Progress(console=out.console()) as bar:
                 task = bar.add_task("verifying", total=len(ids))
                 for run_id in ids:

@@ -1,0 +1,28 @@
+"""``--input JSON`` and ``--input @FILE``: a verb's JSON argument, read before any store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.errors import PlaitError
+
+
+def parse_input(value: str | None, option: str = "--input") -> Any:
+    """``--input JSON`` or ``--input @FILE`` (``option`` names it in errors: PLAIT-E019);
+    absent means no input ({})."""
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PlaitError("E019", f"{option} {value}: cannot read the file: {exc}") from exc
+    try:
+        # Text no UTF-8 can hold (a lone surrogate escape) parses; the Runtime refuses it.
+        return loads(text, unique_keys=True)
+    except CanonicalJSONError as exc:
+        raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc
