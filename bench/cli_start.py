@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
             "plait show RUN --json": [plait, "show", RUN_ID, "--json", "--db", db],
         }
         took = medians(calls, args.repeat)
-    print(f"CLI start, median of {args.repeat} fresh processes each (target: ≤ 1.5×)")
+    load = os.getloadavg()[0]
+    print(f"CLI start, median of {args.repeat} rounds, load {load:.1f} (target: ≤ 1.5×)")
     print(f"  {'call':<24} {'wall ms':>8} {'ratio':>6} {'CPU ms':>8} {'ratio':>6}")
     for name, (wall, cpu) in took.items():
         base = "minimal --help" if name.endswith("--help") else "minimal hello"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +12,7 @@ from rich.markup import escape
 from plait.cli.common import DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
 from plait.cli.results import describe, status_exit
+from plait.cli.verify_all import verify_all
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.driver.verbs import (
@@ -230,17 +232,23 @@ def verify(
             ids = list(run_ids)
         else:
             raise PlaitError("E019", "verify: give one or more RUN_IDs, or --all")
-        reports = []
+
+        def here(run_id: str) -> dict[str, Any]:
+            return verify_report(rt, run_id, against)
+
+        def verify_ids(advance: Callable[[int], None]) -> list[dict[str, Any]]:
+            if all_runs:  # every core once it pays (plait.cli.verify_all)
+                return verify_all(rt.db, ids, workflow, here, advance)
+            return [here(run_id) for run_id in ids]
+
         if all_runs and not json_output:
             from rich.progress import Progress
 
             with Progress(console=out.console()) as bar:
                 task = bar.add_task("verifying", total=len(ids))
-                for run_id in ids:
-                    reports.append(verify_report(rt, run_id, against))
-                    bar.advance(task)
+                reports = verify_ids(lambda done: bar.advance(task, done))
         else:
-            reports = [verify_report(rt, run_id, against) for run_id in ids]
+            reports = verify_ids(lambda done: None)
     failed = sum(1 for r in reports if not r["verified"])
     if json_output:
         if len(reports) == 1 and not all_runs:
