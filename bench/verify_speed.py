@@ -22,26 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from plait import Runtime, Workflow
+from durable_loop import plait_loop as loop  # the same counting loop
+from plait import Runtime
 from plait.cli.verify_all import cores, verify_all
 from plait.driver.verbs import verify_report
-
-
-def loop(n: int) -> Workflow:
-    def step(i: int) -> dict[str, Any]:
-        return {"i": i + 1}
-
-    def done() -> dict[str, Any]:
-        return {}
-
-    return (
-        Workflow.new("loop")
-        .node("step", tool=step)
-        .node("done", tool=done)
-        .edge("step", "step", when=f"i < {n}", max_cycles=n)
-        .edge("step", "done", when=f"i >= {n}")
-        .budget(max_supersteps=n + 10)
-    )
 
 
 def drive_and_verify(steps: int, repeats: int) -> tuple[float, float]:
