@@ -39,8 +39,8 @@ from plait.agent.run_state import (
 from plait.core.llm_loop import CALL_PREFIX
 from plait.core.state import SchedulerState
 from plait.driver.feeds import FEED
+from plait.driver.run_result import contract_outcome
 from plait.driver.run_view import RunView
-from plait.driver.wave import contract_outcome
 from plait.models.base import ModelResponse
 from plait.store.base import Store
 from plait.store.records import IntentRecord, Journal

@@ -1,4 +1,5 @@
-"""The ``plait`` command (CONTRACT.md "CLI"): one module per verb, registered here.
+"""The ``plait`` command (CONTRACT.md "CLI"): one module per verb, listed in ``verbs``
+and imported only when it runs.
 
 Verbs print only through ``plait.cli.output``; a PlaitError becomes its report
 and exit code there, never a traceback.
@@ -8,22 +9,11 @@ from __future__ import annotations
 
 import typer
 
-from plait.cli.answer import approve, asks, deny, raise_budget, respond, send
-from plait.cli.check import check
-from plait.cli.diff import diff
-from plait.cli.graph import graph
-from plait.cli.inspect import runs, show, trace, verify
-from plait.cli.migrate import migrate
-from plait.cli.output import JsonUsageGroup
-from plait.cli.run import cancel, fork, resume, run
-from plait.cli.schedule import schedule_app
-from plait.cli.serve import serve
-from plait.cli.token import token_app
-from plait.cli.worker import gc, worker
+from plait.cli.verbs import LazyVerbs
 
 app = typer.Typer(
     name="plait",
-    cls=JsonUsageGroup,
+    cls=LazyVerbs,
     help="Run AI agent workflows that survive crashes, waits and budgets.",
     no_args_is_help=True,
     add_completion=False,
@@ -34,31 +24,6 @@ app = typer.Typer(
 @app.callback()
 def _plait() -> None:
     """Run AI agent workflows that survive crashes, waits and budgets."""
-
-
-app.command("run")(run)
-app.command("resume")(resume)
-app.command("cancel")(cancel)
-app.command("respond")(respond)
-app.command("approve")(approve)
-app.command("deny")(deny)
-app.command("asks")(asks)
-app.command("send")(send)
-app.command("raise-budget")(raise_budget)
-app.command("fork")(fork)
-app.command("runs")(runs)
-app.command("show")(show)
-app.command("trace")(trace)
-app.command("verify")(verify)
-app.command("graph")(graph)
-app.command("check")(check)
-app.command("diff")(diff)
-app.command("migrate")(migrate)
-app.command("worker")(worker)
-app.command("gc")(gc)
-app.command("serve")(serve)
-app.add_typer(schedule_app, name="schedule")
-app.add_typer(token_app, name="token")
 
 
 def main() -> None:

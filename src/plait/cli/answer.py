@@ -6,17 +6,19 @@ or a worker does). Each prints ``{"run_id", "accepted": true, ...}`` with --json
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
+from plait.cli.inputs import parse_input
 from plait.cli.output import EXIT_OK, Output, literal
-from plait.cli.run import parse_input
 from plait.core.errors import PlaitError
 from plait.driver.verbs import accepted, asks_object, parse_budgets
 from plait.driver.verbs import raise_budget as journal_raise
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 RunArg = Annotated[str, typer.Argument(metavar="RUN_ID")]
 AskArg = Annotated[str, typer.Argument(metavar="ASK_ID")]
@@ -56,6 +58,8 @@ def _ask_grid(ask: dict[str, Any]) -> Table:
     """One ask as label/value rows. Ids get a line of their own and are never cut short:
     a 64-digit ask id is what ``respond``, ``approve`` and ``deny`` take, so it must copy whole.
     """
+    from rich.table import Table  # a person's view, never built for --json
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")

@@ -5,16 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from plait.core.errors import PlaitError
 from plait.driver.defaults import default_db
-from plait.driver.deltas import DeltaObserver
-from plait.driver.runtime import Runtime
-from plait.driver.wave import Observer
-from plait.store import open_for_reading
+
+if TYPE_CHECKING:
+    from plait.driver.deltas import DeltaObserver
+    from plait.driver.runtime import Runtime
+    from plait.driver.wave import Observer
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 DbOption = Annotated[
@@ -46,6 +47,9 @@ def runtime(
     ``reading``: the verb only reads, so a store this process cannot write is opened
     read-only (``store.read_only``), with a note on stderr saying so."""
     url = db or default_db()
+    from plait.driver.runtime import Runtime  # imported when a verb opens the store
+    from plait.store import open_for_reading
+
     store = None
     if reading:
         store, reason = open_for_reading(url)

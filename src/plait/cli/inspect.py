@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
 from plait.cli.common import DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
-from plait.cli.run import describe, status_exit
+from plait.cli.results import describe, status_exit
+from plait.cli.verify_all import verify_all
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.driver.verbs import (
@@ -22,8 +22,6 @@ from plait.driver.verbs import (
     trace_object,
     verify_report,
 )
-from plait.workflow import load_workflow
-from plait.workflow.run_definition import definition_of
 
 
 def runs(
@@ -46,6 +44,8 @@ def runs(
     if not rows:
         out.say("no runs" + (f" with status {status}" if status else ""))
         return
+    from rich.table import Table  # a person's table, never built for --json
+
     table = Table()
     # Ids are folded onto more lines when the terminal is narrow, never cut short.
     table.add_column("run", overflow="fold")
@@ -143,6 +143,8 @@ def trace(
         out.data(traced)
         return
     entries = traced["entries"]
+    from rich.table import Table  # a person's table, never built for --json
+
     table = Table("step")
     table.add_column("node", overflow="fold")  # an id, never cut short
     for name in ("attempt", "seq", "kind"):
@@ -218,22 +220,35 @@ def verify(
     """Re-drive runs from their journals (no tool, no model) and compare every checkpoint."""
     out = Output(json_output)
     with out.reporting(), runtime(db, reading=True) as rt:
-        against = definition_of(load_workflow(workflow)) if workflow is not None else None
+        against = None
+        if workflow is not None:
+            from plait.workflow import load_workflow
+            from plait.workflow.run_definition import definition_of
+
+            against = definition_of(load_workflow(workflow))
         if all_runs:
             ids = [i.run_id for i in rt.store.list_runs()]
         elif run_ids:
             ids = list(run_ids)
         else:
             raise PlaitError("E019", "verify: give one or more RUN_IDs, or --all")
-        reports = []
+
+        def here(run_id: str) -> dict[str, Any]:
+            return verify_report(rt, run_id, against)
+
+        def verify_ids(advance: Callable[[int], None]) -> list[dict[str, Any]]:
+            if all_runs:  # every core once it pays (plait.cli.verify_all)
+                return verify_all(rt.db, ids, workflow, here, advance)
+            return [here(run_id) for run_id in ids]
+
         if all_runs and not json_output:
+            from rich.progress import Progress
+
             with Progress(console=out.console()) as bar:
                 task = bar.add_task("verifying", total=len(ids))
-                for run_id in ids:
-                    reports.append(verify_report(rt, run_id, against))
-                    bar.advance(task)
+                reports = verify_ids(lambda done: bar.advance(task, done))
         else:
-            reports = [verify_report(rt, run_id, against) for run_id in ids]
+            reports = verify_ids(lambda done: None)
     failed = sum(1 for r in reports if not r["verified"])
     if json_output:
         if len(reports) == 1 and not all_runs:

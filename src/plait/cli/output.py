@@ -28,7 +28,7 @@ except ImportError:  # earlier typers use click itself
 
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
-from plait.driver.verbs import error_object
+from plait.driver.error_json import error_object
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -14,14 +14,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.status import Status
 
-from plait import files
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
-from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
+from plait.cli.inputs import parse_input
+from plait.cli.output import EXIT_OK, Output
+from plait.cli.results import report
 from plait.cli.streaming import DeltaPrinter
-from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.errors import PlaitError
 from plait.core.fork import edit_problem
 from plait.core.state import SchedulerState
@@ -34,26 +33,6 @@ from plait.driver.verbs import accepted, parse_budgets
 from plait.driver.wave import Observer, RunResult
 from plait.workflow import load_workflow
 from plait.workflow.run_definition import definition_of
-
-
-def parse_input(value: str | None, option: str = "--input") -> Any:
-    """``--input JSON`` or ``--input @FILE`` (``option`` names it in errors: PLAIT-E019);
-    absent means no input ({})."""
-    if value is None:
-        return None
-    text = value
-    if value.startswith("@"):
-        try:
-            text = files.read_text(value[1:])
-        except files.UnreadableFile as exc:
-            reason = exc.refusal.reason.removeprefix("cannot read the file: ")
-            shown = files.shown(value)
-            raise PlaitError("E019", f"{option} {shown}: cannot read the file: {reason}") from None
-    try:
-        # Text no UTF-8 can hold (a lone surrogate escape) parses; the Runtime refuses it.
-        return loads(text, unique_keys=True)
-    except CanonicalJSONError as exc:
-        raise PlaitError("E019", f"{option}: not valid JSON: {exc}") from exc
 
 
 def parse_edits(items: list[str]) -> dict[str, Any]:
@@ -72,54 +51,6 @@ def parse_edits(items: list[str]) -> dict[str, Any]:
         if problem is not None:
             raise PlaitError("E019", f"--set {item!r}: {problem}")
     return edits
-
-
-def status_exit(result: RunResult) -> int:
-    if result.status == "completed":
-        return EXIT_OK
-    if result.status in ("parked", "running", "queued"):
-        return EXIT_PARKED
-    return EXIT_FAILED
-
-
-def report(out: Output, result: RunResult) -> None:
-    """Print a run's result and exit with the status's code."""
-    if out.json_mode:
-        out.data(result.to_json())
-    else:
-        describe(out, result)
-    raise typer.Exit(status_exit(result))
-
-
-OUTCOME_CODES = {"stalled": "E001", "budget_exhausted": "E007", "canceled": "E013"}
-"""Run outcomes §13 gives a code (``--json`` carries the kind, as CONTRACT.md shows)."""
-
-
-def describe(out: Output, result: RunResult) -> None:
-    colour = {"completed": "green", "parked": "yellow", "running": "yellow"}.get(
-        result.status, "red"
-    )
-    out.say(f"run [bold]{escape(result.run_id)}[/]: [{colour}]{result.status}[/]", markup=True)
-    outcome = result.to_json()["outcome"]
-    if outcome and outcome["kind"] != "completed":
-        details = [f"{k}={v}" for k, v in outcome.items() if k != "kind"]
-        code = OUTCOME_CODES.get(outcome["kind"])
-        if code is not None:
-            details.insert(0, f"PLAIT-{code}")  # docs/errors.md explains it
-        out.say(f"  outcome: {outcome['kind']} ({', '.join(details)})")
-    spent = result.spent
-    out.say(
-        f"  spent: {spent.get('supersteps', 0)} supersteps, {spent.get('wall_ms', 0)} ms wall,"
-        f" {spent.get('storage_bytes', 0)} bytes journaled"
-    )
-    for ask in result.asks:
-        out.say(f"  waiting for: {ask.get('ask_id')} ({ask.get('prompt', '')})")
-    if result.redelivered:
-        out.say(f"  redelivered {result.redelivered} effect(s) that were in flight")
-    from plait.core.canonical import dumps
-
-    text = dumps(result.context)
-    out.say(f"  context: {text if len(text) < 400 else text[:400] + '…'}")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

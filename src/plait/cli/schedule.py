@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from plait.cli.common import DbOption, JsonOption, runtime
+from plait.cli.inputs import parse_input
 from plait.cli.output import EXIT_OK, JsonUsageGroup, Output
-from plait.cli.run import parse_input
 from plait.driver import scheduling
 from plait.workflow.schedule_spec import make_spec, option_label
 

@@ -19,6 +19,11 @@ from typing import Any
 JSON = Any
 """A JSON value: None, bool, int, float, str, list or dict with str keys."""
 
+WHOLE_CHECKPOINT_LIMIT = 4096
+"""Checkpoint bytes up to this size are stored as they are, never cut into chunks
+(``core.events``, ``store.chunks``); kept here, where both read it, so reading a store
+does not import the step's events."""
+
 _encoder = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )

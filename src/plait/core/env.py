@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 DEFAULT_MAX_SUPERSTEPS = 1024
 DEFAULT_MAX_EFFECTS_PER_ATTEMPT = 64
 DEFAULT_LLM_MAX_TOKENS = 1024
+LLM_EXECUTOR = "llm"
+"""Executor of a model turn (``core.llm_loop``)."""
+CALL_PREFIX = "call:"
+"""Executor of a model-issued tool call: ``call:<tool name>``; its input is the arguments.
+Named here, with the environment, so readers of a journal (``plait show``) need not
+import the loop that emits them."""
 
 
 class BudgetAxis(StrEnum):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.core.canonical import JSON
+from plait.core.canonical import WHOLE_CHECKPOINT_LIMIT as WHOLE_CHECKPOINT_LIMIT
 from plait.core.keys import JournalKey
 from plait.core.outcomes import EffectOutcome, RunOutcome
 
@@ -103,10 +104,6 @@ class EmitEnvelope:
     """The run parked: announce these asks once."""
 
     asks: tuple[dict[str, Any], ...]
-
-
-WHOLE_CHECKPOINT_LIMIT = 4096
-"""Checkpoint bytes up to this size are stored as they are, never cut into chunks."""
 
 
 @dataclass(frozen=True, slots=True)

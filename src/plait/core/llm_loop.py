@@ -28,6 +28,8 @@ from typing import Any
 from plait.core import agents, asks, governed, retry
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.env import CALL_PREFIX as CALL_PREFIX
+from plait.core.env import LLM_EXECUTOR as LLM_EXECUTOR
 from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task
@@ -36,10 +38,6 @@ from plait.core.outcomes import Completed, EffectOutcome, Failed, retryable
 from plait.core.pending import TaskState
 from plait.core.state import OpenPhase
 from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
-
-LLM_EXECUTOR = "llm"
-CALL_PREFIX = "call:"
-"""Executor of a model-issued tool call: ``call:<tool name>``; its input is the arguments."""
 
 
 def flow_key(node: int, task_path: str = "") -> str:

@@ -10,13 +10,13 @@ of an entry-rooted DFS, which do not gate readiness at generation 0.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from plait.core.conditions import Condition, ConditionError, parse_condition
 from plait.core.errors import PlaitError, Problem
 from plait.core.reducers import REDUCERS
+from plait.core.text import has_control_character
 
 NODE_KINDS: tuple[str, ...] = ("tool", "abstract", "ask", "subgraph", "timer")
 MAX_ID_BYTES = 256
@@ -84,12 +84,6 @@ def _check_id(node_id: object, position: int) -> str | None:
     if has_control_character(node_id):
         return f"node {node_id!r}: id contains a control character"
     return None
-
-
-def has_control_character(text: str) -> bool:
-    """Whether ``text`` holds a control character: C0 (``\\n``, ``\\t``, NUL ...), DEL or
-    C1 (U+0080-U+009F, such as NEL, which ends a line for many readers)."""
-    return any(unicodedata.category(ch) == "Cc" for ch in text)
 
 
 def _dfs_back_edges(n: int, out_edges: Sequence[Sequence[int]], dst_of: Sequence[int]) -> set[int]:

@@ -14,8 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from plait.core.asks import announced
 from plait.core.canonical import CanonicalJSONError, require_json
 from plait.core.errors import PlaitError
@@ -258,6 +256,8 @@ def _outcome(
         return Failed("UserAborted", f"denied by {by}: {deny}")
     schema = output_schema(manifest, ask)
     if schema is not None:
+        import jsonschema  # only an answer checked against a schema pays for it
+
         errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(result), key=str)
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "(root)"

@@ -23,7 +23,7 @@ from plait.core.state import SchedulerState
 from plait.driver.dispatcher import ChildRunner
 from plait.driver.durable import DurableJournal
 from plait.driver.host import Host
-from plait.driver.wave import RunResult, contract_outcome
+from plait.driver.run_result import RunResult, contract_outcome
 from plait.store.records import RecordWrite
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ import os
 from typing import Any
 
 from plait.core.errors import PlaitError
-from plait.driver.durable import DEFAULT_MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_ENV
 from plait.driver.env_numbers import whole_number
 
 ENGINE_EPOCH = 1
@@ -19,6 +18,9 @@ ENGINE_EPOCH = 1
 DEFAULT_DB = "sqlite:///.plait/plait.db"
 DEFAULT_LEASE_TTL_MS = 30_000
 DEFAULT_RETRY_SLEEP_MAX_MS = 5_000
+DEFAULT_MAX_CHECKPOINT_BYTES = 256 << 20
+"""Canonical bytes one checkpoint may hold (``PLAIT_MAX_CHECKPOINT_BYTES`` overrides it)."""
+MAX_CHECKPOINT_ENV = "PLAIT_MAX_CHECKPOINT_BYTES"
 
 
 def default_db() -> str:

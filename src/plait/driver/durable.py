@@ -16,6 +16,7 @@ from plait.core.keys import JournalKey, call_id, idempotency_key
 from plait.core.outcomes import EffectOutcome, journal_bytes, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.driver.crash import CrashPoint
+from plait.driver.defaults import DEFAULT_MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_ENV
 from plait.driver.feeds import FEED, encode_events
 from plait.driver.wave import RunResult
 from plait.store.base import Store
@@ -32,11 +33,6 @@ from plait.store.records import (
 
 _CUT_LIMIT = 1 << 20
 """Node hashes a journal remembers as stored before it forgets them all."""
-
-DEFAULT_MAX_CHECKPOINT_BYTES = 256 << 20
-"""Canonical bytes one checkpoint may hold (``PLAIT_MAX_CHECKPOINT_BYTES`` overrides it)."""
-
-MAX_CHECKPOINT_ENV = "PLAIT_MAX_CHECKPOINT_BYTES"
 
 
 def checkpoint_too_large(

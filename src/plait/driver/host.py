@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
-from plait.driver.clock import Clock
-from plait.driver.wave import Observer
-from plait.store.base import Store
-from plait.workflow.run_definition import Definitions
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from plait.driver.clock import Clock
     from plait.driver.deltas import DeltaObserver
+    from plait.driver.wave import Observer
     from plait.models.base import Model
+    from plait.store.base import Store
+    from plait.workflow.run_definition import Definitions
 
 
 @dataclass(eq=False)
@@ -36,11 +36,25 @@ class Host:
     observer: Observer | None = None
     model: Model | None = None
     telemetry: bool | TracerProvider | None = None
-    definitions: Definitions = field(default_factory=Definitions)
     deltas: DeltaObserver | None = None
-    """Where definitions the driver was not handed come from (pinned, child, catalogue)."""
+    _definitions: Definitions | None = None
     _unreleased: dict[str, int] = field(default_factory=dict)  # run id -> a lease token
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def definitions(self) -> Definitions:
+        """Where definitions the driver was not handed come from (pinned, child,
+        catalogue); made on first use, so a process that only reads runs (``plait runs``)
+        never imports the workflow loader."""
+        if self._definitions is None:
+            from plait.workflow.run_definition import Definitions
+
+            self._definitions = Definitions()
+        return self._definitions
+
+    @definitions.setter
+    def definitions(self, definitions: Definitions) -> None:
+        self._definitions = definitions
 
     def exists(self, run_id: str) -> bool:
         try:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plait.core.llm_loop import CALL_PREFIX
+from plait.core.env import CALL_PREFIX
 from plait.core.state import OpenPhase
-from plait.governance import FlowRuntime, flow_from_dict
-from plait.governance import explain as explain_flow
 
 if TYPE_CHECKING:
     from plait.driver.run_view import RunView
@@ -252,6 +250,9 @@ def explain(view: RunView) -> dict[str, Any]:
         governed = spec.get("flow")
         if governed is None:
             continue
+        from plait.governance import FlowRuntime, flow_from_dict  # a governed node only
+        from plait.governance import explain as explain_flow
+
         tools = [str(t) for t in spec.get("tools", ())]
         shown = explain_flow(
             flow_from_dict(governed),

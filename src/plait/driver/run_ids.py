@@ -9,7 +9,7 @@ spelling only: no surrounding whitespace, no control character.
 from __future__ import annotations
 
 from plait.core.errors import PlaitError
-from plait.core.plan import has_control_character
+from plait.core.text import has_control_character
 
 MAX_RUN_ID_BYTES = 256
 

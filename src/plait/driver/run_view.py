@@ -14,8 +14,7 @@ from typing import Any
 from plait.core.state import SchedulerState, Spent
 from plait.driver.answers import pending_asks
 from plait.driver.checkpoints import Checkpoint, read_checkpoint
-from plait.driver.inspect_run import explain, trace
-from plait.driver.wave import RunResult
+from plait.driver.run_result import RunResult
 from plait.store.base import Store
 from plait.store.records import CheckpointMeta, Journal, RunInfo
 from plait.workflow.plan_hash import plan_hash
@@ -118,10 +117,14 @@ class RunView:
 
     def trace(self) -> list[dict[str, Any]]:
         """Every effect in dispatch order, with governance's refusals (``inspect_run``)."""
+        from plait.driver.inspect_run import trace
+
         return trace(self)
 
     def explain(self) -> dict[str, Any]:
         """Where each governed node in flight stands (``inspect_run.explain``)."""
+        from plait.driver.inspect_run import explain
+
         return explain(self)
 
 

@@ -4,42 +4,35 @@ A facade: each verb is one call into the module that does that job (``starting``
 ``resuming``, ``driving``, ``forking``, ``children``, ``steering``, ``run_view``), all
 sharing one ``Host`` (store, clock, principal); a ``Workflow`` becomes a
 ``RunDefinition`` here, and nothing below sees one.
+
+Each verb imports its module when first called: ``plait runs`` opens a Runtime to read
+the store and never imports the driver, the executors or the workflow loader.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from plait.core.events import ClockReading, Event, Start
-from plait.driver import steering
-from plait.driver.answers import Answer
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.defaults import default_db, default_principal, max_checkpoint_bytes
-from plait.driver.driving import Drive, NewRun, drive_run
-from plait.driver.forking import fork_run
 from plait.driver.host import Host
-from plait.driver.migrating import migrate_run
-from plait.driver.resuming import resume_run
 from plait.driver.run_ids import check_principal
-from plait.driver.run_view import RunView, parked_asks
-from plait.driver.starting import check_new_run, create_run
-from plait.driver.verify import VerifyReport, verify_pinned
-from plait.driver.wake import wake_root
-from plait.driver.wave import Observer, RunResult
 from plait.store import open_store
-from plait.store.base import Store
-from plait.workflow.plan_diff import diff_plans
-from plait.workflow.run_definition import RunDefinition, definition_of
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from plait.driver.answers import Answer
     from plait.driver.deltas import DeltaObserver
+    from plait.driver.run_view import RunView
+    from plait.driver.verify import VerifyReport
+    from plait.driver.wave import Observer, RunResult
     from plait.models.base import Model
+    from plait.store.base import Store
     from plait.workflow import Workflow
+    from plait.workflow.run_definition import RunDefinition
 
 
 def _of_host(name: str) -> Any:
@@ -114,6 +107,9 @@ class Runtime:
         parent: str | None = None,
     ) -> RunResult:
         """Start a new run and drive it until it finishes or parks."""
+        from plait.driver.starting import check_new_run
+        from plait.workflow.run_definition import definition_of
+
         if parent is None:
             check_new_run(run_id, input)  # a child's id is PARENT~…, made by its parent
         return await self.start_definition(
@@ -124,6 +120,10 @@ class Runtime:
         self, definition: RunDefinition, input: Any, *, run_id: str | None, parent: str | None
     ) -> RunResult:
         """``start`` for a definition already built (a subgraph's child run)."""
+        from plait.core.events import ClockReading, Event, Start
+        from plait.driver.driving import Drive, NewRun, drive_run
+        from plait.driver.starting import create_run
+
         made = await create_run(self.host, definition, input, run_id, parent, "running")
         events: list[Event] = [ClockReading(made.now_ms), Start(input)]
         drive = Drive(made.run_id, made.definition, events, made.manifest, NewRun(), mcp=made.mcp)
@@ -135,6 +135,10 @@ class Runtime:
         """Create a ``queued`` run for a worker to drive (``plait run --detach``); drive
         nothing. A worker claims it and drives it from ``Start(input)``, as ``resume``
         does a run without a checkpoint."""
+        from plait.driver.run_view import RunView
+        from plait.driver.starting import check_new_run, create_run
+        from plait.workflow.run_definition import definition_of
+
         check_new_run(run_id, input)
         made = await create_run(self.host, definition_of(workflow), input, run_id, None, "queued")
         self.store.notify_runnable(made.run_id)
@@ -157,6 +161,8 @@ class Runtime:
         does): it is not read again. A child run resumed on its own wakes its root, whose
         next drive (a worker's, the server's) settles what the child did.
         """
+        from plait.driver.wake import wake_root
+
         result = await self._resume(run_id, workflow, token, manifest)
         if self.store.get_run(run_id).parent_run_id is not None:
             # A child driven on its own (`plait resume CHILD` after answering its ask):
@@ -175,6 +181,8 @@ class Runtime:
         token: int | None,
         manifest: dict[str, Any] | None,
     ) -> RunResult:
+        from plait.driver.resuming import resume_run
+
         def pin(pinned: dict[str, Any]) -> RunDefinition:
             return self.host.definitions.pinned(pinned, workflow)  # E010 if it changed
 
@@ -194,6 +202,9 @@ class Runtime:
         """A new run from any checkpoint of ``run_id`` (superstep ``at``, else the latest),
         ``budgets`` raising ceilings in the units a run keeps (``check_ceilings``), made by
         ``by`` (else this runtime's principal), ``edits`` replacing context keys whole."""
+        from plait.driver.forking import fork_run
+        from plait.workflow.run_definition import definition_of
+
         onto = None if workflow is None else (lambda: definition_of(workflow))
         given: dict[str, Any] = {"budgets": budgets, "fork_id": new_run_id, "edits": edits}
         return await fork_run(self.host, self, run_id, at=at, onto=onto, by=by, **given)
@@ -209,6 +220,9 @@ class Runtime:
     ) -> dict[str, Any]:
         """Move a parked or finished (not completed) run onto ``workflow`` (``migrating``);
         ``mapping`` renames nodes (old id -> new id). Drives nothing."""
+        from plait.driver.migrating import migrate_run
+        from plait.workflow.run_definition import definition_of
+
         definition, principal = definition_of(workflow), by or self.principal
         return await migrate_run(
             self.host,
@@ -221,6 +235,8 @@ class Runtime:
 
     def diff(self, old: Workflow | str, new: Workflow | str) -> dict[str, Any]:
         """Two plans compared by meaning: workflows, or run ids for the version each lives on."""
+        from plait.workflow.plan_diff import diff_plans
+
         pinned = self.host.manifest
         return diff_plans(
             *(pinned(w)["workflow"] if isinstance(w, str) else w.to_manifest() for w in (old, new))
@@ -230,10 +246,14 @@ class Runtime:
 
     def verify(self, run_id: str, *, workflow: Workflow | None = None) -> VerifyReport:
         """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
+        from plait.driver.verify import verify_pinned
+
         return verify_pinned(self.host, run_id, workflow)
 
     def view(self, run_id: str) -> RunView:
         """The run read back: its standing, effects, asks and flows (one read each)."""
+        from plait.driver.run_view import RunView
+
         return RunView(self.store, run_id, now_ms=self.clock())
 
     def show(self, run_id: str) -> RunResult:
@@ -244,6 +264,8 @@ class Runtime:
 
     def asks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """What waits for a human: pending asks of one run (and its children), or of all."""
+        from plait.driver.run_view import parked_asks
+
         if run_id is not None:
             return self.view(run_id).asks()
         return parked_asks(self.store, now_ms=self.clock())
@@ -262,6 +284,8 @@ class Runtime:
         by: str | None = None,
     ) -> dict[str, Any]:
         """Answer a pending ask (journaled only; ``resume`` drives the run on)."""
+        from plait.driver import steering
+
         given = {"result": result, "deny": deny, "approve": approve, "reason": reason}
         return steering.answer(self.host, run_id, ask_id, by or self.principal, **given)
 
@@ -271,26 +295,40 @@ class Runtime:
         """Answer several pending asks of ``run_id`` itself in one commit, or none of them:
         if any is refused, nothing is journaled (not even the refusal) and its error is
         raised."""
+        from plait.driver import steering
+
         return steering.answer_all(self.host, run_id, answers, by or self.principal)
 
     def send(self, run_id: str, message: Any) -> None:
         """Journal a steering message; the next superstep moves it into context["$inbox"]."""
+        from plait.driver import steering
+
         steering.send(self.host, run_id, message)
 
     def cancel(self, run_id: str, reason: str = "", by: str | None = None) -> None:
         """Journal a cancel for the run and its descendants; each next drive feeds it."""
+        from plait.driver import steering
+
         steering.cancel(self.host, run_id, reason, by or self.principal)
 
     def raise_budget(self, run_id: str, raised: dict[str, Any]) -> None:
         """Journal raised ceilings (in the units a run keeps) and this runtime's principal
         as who raised them; fed as BudgetRaised."""
+        from plait.driver import steering
+
         steering.raise_budget(self.host, run_id, raised, self.principal)
 
     def run_sync(self, workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
+        import asyncio
+
         return asyncio.run(self.start(workflow, input, **kwargs))
 
     def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:
+        import asyncio
+
         return asyncio.run(self.resume(run_id, **kwargs))
 
     def fork_sync(self, run_id: str, **kwargs: Any) -> RunResult:
+        import asyncio
+
         return asyncio.run(self.fork(run_id, **kwargs))

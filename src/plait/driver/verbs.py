@@ -3,25 +3,24 @@
 The CLI prints these objects with ``--json`` and the HTTP API returns them, so the two
 can never drift apart. Functions here read or journal through a ``Runtime`` and shape
 the answer; they never print, never pick an exit code or an HTTP status, and never
-drive a run (the caller decides where the event loop runs).
+drive a run (the caller decides where the event loop runs). Each imports what only it
+needs when called, so ``plait runs`` loads none of what ``plait show`` reads with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
-from plait.driver.inspect_run import activity
-from plait.driver.runtime import Runtime
-from plait.driver.verify import verify_with
-from plait.driver.wave import RunResult
 from plait.store.base import ScheduleStore
 from plait.store.records import RUN_STATUSES
-from plait.workflow.checks import MAX_INTEGER
-from plait.workflow.manifest import half_up
-from plait.workflow.run_definition import RunDefinition, changed_tool_sources
+
+if TYPE_CHECKING:
+    from plait.driver.runtime import Runtime
+    from plait.driver.wave import RunResult
+    from plait.workflow.run_definition import RunDefinition
 
 BUDGET_AXES = {
     "supersteps": ("max_supersteps", 1),
@@ -34,27 +33,11 @@ BUDGET_AXES = {
 """Budget axes as users name them -> (manifest ceiling, scale to its unit)."""
 
 
-def error_object(error: PlaitError) -> dict[str, Any]:
-    """``{"error": {"code", "message", ...}}``; a load error also lists every problem."""
-    body: dict[str, Any] = {"code": f"PLAIT-{error.code}", "message": error.detail}
-    source = getattr(error, "source", None)
-    if source is not None or len(error.problems) > 1:
-        body["problems"] = [
-            {"code": f"PLAIT-{p.code}", "message": p.message, "line": p.line}
-            for p in error.problems
-        ]
-    if source is not None:
-        body["file"] = source
-    warnings = getattr(error, "warnings", ())
-    if warnings:
-        body["warnings"] = [
-            {"code": f"PLAIT-{w.code}", "message": w.message, "line": w.line} for w in warnings
-        ]
-    return {"error": body}
-
-
 def parse_budgets(items: Iterable[str]) -> dict[str, Any]:
     """``AXIS=VALUE`` pairs as manifest ceilings (usd in dollars, stored as micro-dollars)."""
+    from plait.workflow.checks import MAX_INTEGER
+    from plait.workflow.manifest import half_up
+
     out: dict[str, Any] = {}
     for item in items:
         axis, sep, raw = item.partition("=")
@@ -129,6 +112,9 @@ def runs_object(rt: Runtime, status: str | None, *, option: str = "--status") ->
 
 def show_object(rt: Runtime, run_id: str) -> tuple[RunResult, dict[str, Any]]:
     """``plait show``: the run and its object, with ``governance`` for governed nodes in flight."""
+    from plait.driver.inspect_run import activity
+    from plait.workflow.tool_code import changed_tool_sources
+
     view = rt.view(run_id)
     result = view.show()
     shown = result.to_json()
@@ -153,6 +139,8 @@ def verify_report(rt: Runtime, run_id: str, against: RunDefinition | None = None
     """One run's verify report, against the version it pinned or another (``against``,
     ``verify --workflow``); a run that cannot be replayed at all is a failed verification
     (an unknown run id stays PLAIT-E017)."""
+    from plait.driver.verify import verify_with
+
     try:
         if against is not None:
             return verify_with(rt.host, run_id, against).to_json()

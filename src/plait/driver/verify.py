@@ -144,12 +144,8 @@ def verify_run(
     plan (``verify --workflow`` onto a plan with other nodes or edges)."""
     journal = store.load_journal(run_id)
     stored: list[tuple[int, int]] = [(m.seq, m.superstep) for m in journal.checkpoints]
-    seeds = {
-        m.seq
-        for m in journal.checkpoints
-        for r in journal.records
-        if r.kind == "fork" and r.seq == m.seq + 1
-    }
+    forks = {r.seq for r in journal.records if r.kind == "fork"}
+    seeds = {m.seq for m in journal.checkpoints if m.seq + 1 in forks}
     note: str | None = None
     for record in journal.records:
         if record.kind == "fork":

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from plait.core.canonical import dumpb
 from plait.core.errors import PlaitError
-from plait.driver.verbs import error_object
+from plait.driver.error_json import error_object
 
 
 class CanonicalJSON(JSONResponse):

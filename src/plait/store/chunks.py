@@ -44,8 +44,13 @@ from collections.abc import Callable, Container, Hashable, Sequence
 from hashlib import sha256
 from typing import Any, NamedTuple, Protocol
 
-from plait.core.canonical import JSON, CanonicalJSONError, canonical_text, loads
-from plait.core.events import WHOLE_CHECKPOINT_LIMIT
+from plait.core.canonical import (
+    JSON,
+    WHOLE_CHECKPOINT_LIMIT,
+    CanonicalJSONError,
+    canonical_text,
+    loads,
+)
 from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256

@@ -122,23 +122,6 @@ def source_key(path: Path, base_dir: Path) -> str:
         return str(path)
 
 
-def changed_tool_sources(manifest: Mapping[str, Any]) -> list[str]:
-    """The tool module files of a run that changed (or are gone) since it started."""
-    recorded = manifest.get("tool_sources") or {}
-    source = manifest.get("source")
-    folder = Path(str(source)).parent if source else Path.cwd()
-    changed = []
-    for key in sorted(recorded):
-        path = Path(key) if Path(key).is_absolute() else folder / key
-        try:
-            now = digest(path.read_bytes())
-        except OSError:
-            now = None
-        if now != recorded[key]:
-            changed.append(key)
-    return changed
-
-
 class Definitions:
     """Where the driver gets definitions it was not handed: a run's pinned one, a
     subgraph's child, a definition with what its MCP servers offer now.
