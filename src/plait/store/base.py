@@ -13,7 +13,7 @@ checkpoint, E020 storage error, E021 lease lost.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
@@ -21,12 +21,16 @@ from plait.core.keys import JournalKey
 from plait.store.records import (
     CheckpointMeta,
     Journal,
+    JournalItem,
     LeaseOwner,
     Record,
     RunInfo,
     ScheduleRow,
     Write,
 )
+
+if TYPE_CHECKING:  # run_pages reads rows through sql, which imports this module
+    from plait.store.run_pages import RunPage, RunQuery
 
 
 @runtime_checkable
@@ -43,6 +47,15 @@ class Store(Protocol):
 
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
         """Runs newest first, optionally only those with ``status``."""
+        ...
+
+    def page_runs(self, query: RunQuery) -> RunPage:
+        """One page of the runs ``query`` matches, newest first (``run_pages.py``)."""
+        ...
+
+    def journal_page(self, run_id: str, before_seq: int | None, limit: int) -> list[JournalItem]:
+        """Up to ``limit`` journal items before ``before_seq`` (None: the newest), newest
+        first; PLAIT-E017 for an unknown run id."""
         ...
 
     def manifests(self, run_id: str) -> list[JSON]:

@@ -200,6 +200,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         ){rowid}""",
         "CREATE INDEX schedule_slots_by_run ON schedule_slots (run_id)",
     )),
+    # 7: the console and `plait runs --workflow` page through one workflow's runs newest
+    # first (store/run_pages.py): a keyset range on this index, however many runs there are.
+    Migration((
+        "CREATE INDEX runs_by_workflow ON runs (workflow, created_ms{order})",
+    )),
 )  # fmt: skip
 
 
