@@ -10,14 +10,13 @@ page shows, under a generous deadline, never a sleep.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from plait.store import open_store
 from plait.core.keys import JournalKey
+from plait.store import open_store
 from plait.store.records import IntentWrite, ResultWrite, RunInfo, StatusWrite
 from serve_driver.support import TOKEN, Served
 
@@ -41,19 +40,6 @@ def browser_or_skip() -> Any:
             pytest.fail(f"PLAIT_REQUIRE_BROWSER=1 but {why}")
         pytest.skip(why)
     return sync_playwright
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    starter = browser_or_skip()
-    with starter() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 class Console:
@@ -83,21 +69,6 @@ class Console:
 
     def horizontal_overflow(self) -> int:
         return int(self.page.evaluate("document.documentElement.scrollWidth - innerWidth"))
-
-
-@pytest.fixture
-def console_for(chromium: Any, tmp_path: Path) -> Iterator[Any]:
-    """``console_for(server)``: a fresh 1280x720 tab on ``server``'s console."""
-    contexts = []
-
-    def make(server: Served) -> Console:
-        context = chromium.new_context(viewport={"width": 1280, "height": 720})
-        contexts.append(context)
-        return Console(context.new_page(), server, tmp_path / "screenshots")
-
-    yield make
-    for context in contexts:
-        context.close()
 
 
 def fill_store(db: str, manifest: dict[str, Any], runs: int, journal_items: int) -> str:

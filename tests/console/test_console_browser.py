@@ -12,20 +12,22 @@ from urllib.parse import quote
 
 import pytest
 
-from console.support import Console, console_for, chromium  # noqa: F401 - fixtures
+from console.support import Console
 from serve_driver.support import copy_flows, served
 
-XSS_TOOLS = '''
+XSS_TOOLS = """
 def start() -> dict:
     return {"link": "javascript:window.__xss=3", "html": "<img src=x onerror=window.__xss=4>"}
-'''
+"""
 XSS_FLOW = """
 name: xss
 nodes:
   - id: start
     tool: start
   - id: approve
-    ask: {prompt: "<script>window.__xss=1</script><img src=x onerror=window.__xss=2>", approval: true}
+    ask:
+      prompt: "<script>window.__xss=1</script><img src=x onerror=window.__xss=2>"
+      approval: true
 edges:
   - {from: start, to: approve}
 tools:

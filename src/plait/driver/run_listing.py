@@ -9,6 +9,7 @@ goes. The rows keep every field of ``plait runs --json`` (CONTRACT.md) and add t
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,20 @@ def decode_cursor(cursor: str, option: str) -> tuple[int, int]:
     if not (created.isascii() and created.isdigit() and order.isascii() and order.isdigit()):
         raise PlaitError("E019", f"{option} {cursor!r}: not a cursor a page of runs gave")
     return int(created), int(order)
+
+
+def parse_since(text: str, option: str) -> int:
+    """``--since``: an ISO 8601 date or date and time (UTC unless it names its zone), as ms
+    since the epoch; PLAIT-E019 for anything else."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise PlaitError(
+            "E019", f"{option} {text!r}: expected an ISO 8601 date or time (2026-12-04T18:00)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
 
 
 def check_limit(limit: int, option: str) -> None:

@@ -4,8 +4,8 @@ node's and edge's live state, for the console to draw as SVG without a layout li
 Node state is the scheduler's at the latest checkpoint (``Waiting``, ``Dispatched``,
 ``AwaitingClient``, ``DoneOk``, ``DoneFailed``, ``Dead``...), ``generation`` its loop
 pass (0 the first; a pass of a loop is a new generation, not a retry), and ``attempt``
-its try within the current generation (1 the first, 0 before it ran). An edge is ``fired`` (with how often),
-``dead``, or ``pending``.
+its try within the current generation (1 the first, 0 before it ran). An edge is
+``fired`` (with how often), ``dead``, or ``pending``.
 """
 
 from __future__ import annotations

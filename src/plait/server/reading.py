@@ -38,7 +38,9 @@ def runs(
     with settings.runtime() as rt:
         if not paged:
             return verbs.runs_object(rt, status, option="status")
-        filters = Filters(limit or DEFAULT_LIMIT, status, workflow, q, since, cursor)
+        filters = Filters(
+            DEFAULT_LIMIT if limit is None else limit, status, workflow, q, since, cursor
+        )
         return runs_page_object(rt, filters, verbs.run_row(rt))
 
 
