@@ -14,7 +14,7 @@ const FINISHED = new Set(["completed", "failed", "stalled", "canceled", "budget_
 
 export function runView(view, runId, go) {
   const path = `runs/${enc(runId)}`;
-  const state = { shown: null, drawing: null, closed: false, stream: null, refreshing: null };
+  const state = { shown: null, drawing: null, asks: null, closed: false, stream: null, refreshing: null };
 
   const title = el("h2", {}, el("span", { class: "mono", id: "run-id", text: runId }),
                    el("span", { id: "run-status" }));
@@ -107,13 +107,37 @@ export function runView(view, runId, go) {
   }
 
   // --- header, outcome, graph, asks: small reads, re-done after each burst of events --
+  // Three reads, each drawn as soon as it comes: the graph and the asks never wait for
+  // the run object (whose activity counts read the whole journal of a long run).
   async function loadHeader() {
-    const [shown, drawing, asks] = await Promise.all([
-      api("GET", path), api("GET", `${path}/drawing`), api("GET", `${path}/asks`)]);
-    if (state.closed) return;
-    state.shown = shown;
-    state.drawing = drawing;
-    $status(shown.status);
+    await Promise.all([
+      api("GET", `${path}/drawing`).then((drawing) => {
+        if (state.closed) return;
+        state.drawing = drawing;
+        drawFacts(drawing);
+        drawGraph(graphBox, drawing, (node) => timeline.filterNode(node));
+        if (state.asks) renderAsks(state.asks, drawing);
+        applyEnabled();
+      }),
+      api("GET", `${path}/asks`).then((asks) => {
+        if (state.closed) return;
+        state.asks = asks.asks;
+        if (state.drawing) renderAsks(state.asks, state.drawing);
+      }),
+      api("GET", path).then((shown) => {
+        if (state.closed) return;
+        state.shown = shown;
+        $status(shown.status);
+        summary.replaceChildren(
+          el("div", {}, outcomeLine(shown)),
+          el("div", { class: "muted" }, spentLine(shown.spent, state.drawing && state.drawing.budgets)),
+          expandable("context", shown.context),
+          shown.governance ? expandable("governance", shown.governance) : "");
+        applyEnabled();
+      }),
+    ]);
+  }
+  function drawFacts(drawing) {
     const run = drawing.run || {};
     facts.replaceChildren(
       `workflow ${run.workflow || ""} · started ${when(run.created_ms)} by ${run.principal || "?"}` +
@@ -121,14 +145,6 @@ export function runView(view, runId, go) {
     if (run.parent_run_id) {
       facts.append(" · child of ", link(CONSOLE + "runs/" + enc(run.parent_run_id), run.parent_run_id, { class: "mono" }));
     }
-    summary.replaceChildren(
-      el("div", {}, outcomeLine(shown)),
-      el("div", { class: "muted" }, spentLine(shown.spent, drawing.budgets)),
-      expandable("context", shown.context),
-      shown.governance ? expandable("governance", shown.governance) : "");
-    drawGraph(graphBox, drawing, (node) => timeline.filterNode(node));
-    renderAsks(asks.asks, drawing);
-    applyEnabled();
   }
   function $status(status) {
     const box = view.querySelector("#run-status");
