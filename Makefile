@@ -56,6 +56,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/verify_versions.py
 	$(BIN)/python bench/schedules.py
 	$(BIN)/python bench/streaming.py
+	$(BIN)/python bench/console.py
 
 # docs/console.png, shown in README.md and docs/console.md: the console in Chromium.
 screenshot: $(STAMP)

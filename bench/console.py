@@ -34,8 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from console.support import CHROMIUM, fill_store
-from plait.store import open_store
+from console.support import CHROMIUM, fill_served
 from serve_driver.support import TOKEN, copy_flows, served
 
 BIG = "big-journal"
@@ -57,13 +56,7 @@ def measure_store(
     copy_flows(folder)
     db = f"sqlite:///{folder / 'runs.db'}"
     with served(folder, db, "--workers", "0") as server:
-        server.post("/runs", {"workflow": server.flow("approval"), "run_id": "seed"})
-        store = open_store(db)
-        try:
-            manifest = store.manifests("seed")[0]
-        finally:
-            store.close()
-        fill_store(db, manifest, runs, items)
+        fill_served(server, db, runs, items)
         base = server.url.rstrip("/") + "/console/"
 
         def tab(path: str, ready: Callable[[Any], None]) -> Callable[[], None]:

@@ -71,6 +71,18 @@ class Console:
         return int(self.page.evaluate("document.documentElement.scrollWidth - innerWidth"))
 
 
+def fill_served(server: Served, db: str, runs: int, journal_items: int) -> str:
+    """``fill_store`` for ``server``'s store, with the manifest of a real run of the
+    approval workflow it starts first (``seed``); the big run's id."""
+    server.post("/runs", {"workflow": server.flow("approval"), "run_id": "seed"})
+    store = open_store(db)
+    try:
+        manifest = store.manifests("seed")[0]
+    finally:
+        store.close()
+    return fill_store(db, manifest, runs, journal_items)
+
+
 def fill_store(db: str, manifest: dict[str, Any], runs: int, journal_items: int) -> str:
     """``runs`` finished runs of ``manifest``'s workflow and one run with ``journal_items``
     journal items (tool effects, each an intent and its result), written through the

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from console.support import Console, fill_store
-from plait.store import open_store
+from console.support import Console, fill_served
 from serve_driver.support import copy_flows, served
 
 RUNS = 10_000
@@ -32,13 +31,7 @@ def test_ten_thousand_runs_and_a_long_journal_stay_paged(tmp_path: Path, console
     copy_flows(tmp_path)
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     with served(tmp_path, db, "--workers", "0") as server:
-        server.post("/runs", {"workflow": server.flow("approval"), "run_id": "seed"})
-        store = open_store(db)
-        try:
-            manifest = store.manifests("seed")[0]
-        finally:
-            store.close()
-        big = fill_store(db, manifest, RUNS, ITEMS)
+        big = fill_served(server, db, RUNS, ITEMS)
         tab: Console = console_for(server)
         page = tab.page
 

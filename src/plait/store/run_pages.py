@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plait.core.errors import PlaitError
-from plait.store.records import Journal, JournalItem, RunInfo
-from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
-from plait.store.sql import Connection, Dialect, NodeReader, require_run
+from plait.store.records import JournalItem, RunInfo
+from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, run_from_row
+from plait.store.sql import Connection, Dialect, NodeReader, journal_of
 
 MAX_PAGE = 1000
 """The most rows one page holds, whatever the caller asks for."""
@@ -106,13 +105,4 @@ def journal_page(
         )
         params = (run_id, before_seq, limit)
     rows = conn.execute(d.q(sql), params).fetchall()
-    if not rows:
-        require_run(conn, d, run_id)
-    journal = Journal(run_id)
-    reader.prefetch(row[-1] for row in rows if row[1] != "checkpoint")
-    try:
-        for row in rows:
-            add_row(journal, row[0], row[1:], reader.decode)
-    except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-        raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
-    return list(reversed(journal.items()))
+    return list(reversed(journal_of(conn, d, run_id, rows, reader).items()))
