@@ -185,3 +185,22 @@ def test_values_from_runs_render_as_text_and_no_script_runs(folder: Path, consol
         assert page.locator("#view img").count() == 0 and page.locator("#view script").count() == 0
         assert page.locator("a[href^='javascript:']").count() == 0
         assert tab.errors == []
+
+
+def test_a_parent_and_its_child_run_link_each_other(folder: Path, console_for: Any):
+    with served(folder, f"sqlite:///{folder / 'runs.db'}", "--workers", "1") as server:
+        server.start("parent", "fam")
+        child = server.asks("fam")[0]["run_id"]
+        tab: Console = console_for(server)
+        page = tab.page
+        tab.open("runs/fam")
+        page.locator("#run-facts a", has_text=child).click()
+        page.wait_for_url(re.compile(r"/console/runs/fam%7E|/console/runs/fam~"))
+        page.locator("#run-id", has_text=child).wait_for()
+        page.locator("#run-facts a", has_text="fam").first.click()
+        page.locator("#run-id", has_text="fam").wait_for()
+        card = page.locator(".ask", has_text="Ship it?")
+        card.locator("a", has_text=child).wait_for()  # the child's ask, through its parent
+        card.get_by_placeholder("your name").fill("bob")
+        card.get_by_role("button", name="Approve").click()
+        page.locator("#run-status", has_text="completed").wait_for()

@@ -19,6 +19,8 @@ from plait.core.state import SchedulerState
 from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import Settings
+from plait.store.base import Store
+from plait.store.run_pages import MAX_PAGE, RunQuery
 from plait.workflow.chart import pinned_chart
 from plait.workflow.layout import Layout, lay_out
 
@@ -34,6 +36,7 @@ def drawing(settings: Settings, run_id: str) -> Any:
         state = view.state
         info = view.info
         budgets = view.manifest.get("budgets")
+        children = child_runs(rt.store, run_id)
     drawn = drawing_object(lay_out(pinned_chart(pinned)), state)
     schemas = ask_schemas(pinned)
     for node in drawn["nodes"]:
@@ -45,8 +48,18 @@ def drawing(settings: Settings, run_id: str) -> Any:
         "parent_run_id": info.parent_run_id,
         "created_ms": info.created_ms,
         "updated_ms": info.updated_ms,
+        "children": children,
     }
     return drawn | {"run": run, "budgets": budgets}
+
+
+def child_runs(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """The run's own child runs (ids ``RUN_ID~...``, parent ``RUN_ID``), newest first, at
+    most one page: the console links them, as each child links its parent."""
+    page = store.page_runs(RunQuery(limit=MAX_PAGE, text=run_id + "~"))
+    return [
+        {"run_id": i.run_id, "status": i.status} for i in page.runs if i.parent_run_id == run_id
+    ]
 
 
 def ask_schemas(pinned: dict[str, Any]) -> dict[str, Any]:

@@ -145,6 +145,12 @@ export function runView(view, runId, go) {
     if (run.parent_run_id) {
       facts.append(" · child of ", link(CONSOLE + "runs/" + enc(run.parent_run_id), run.parent_run_id, { class: "mono" }));
     }
+    if (run.children && run.children.length) {
+      facts.append(" · child runs:");
+      for (const child of run.children) {
+        facts.append(" ", link(CONSOLE + "runs/" + enc(child.run_id), child.run_id, { class: "mono" }), ` (${child.status})`);
+      }
+    }
   }
   function $status(status) {
     const box = view.querySelector("#run-status");
