@@ -101,6 +101,7 @@ def test_the_drawing_places_every_node_and_says_its_state(api: Api):
     assert edges[("approve", "shipped")] == "pending"
     assert all(e["d"].startswith("M") for e in drawn["edges"])
     assert drawn["run"]["principal"] == "alice"
+    assert drawn["shown"]["status"] == "parked" and drawn["shown"]["asks"][0]["node"] == "approve"
 
 
 def test_workflow_input_names_the_entry_node(api: Api):

@@ -5,7 +5,9 @@ Node state is the scheduler's at the latest checkpoint (``Waiting``, ``Dispatche
 ``AwaitingClient``, ``DoneOk``, ``DoneFailed``, ``Dead``...), ``generation`` its loop
 pass (0 the first; a pass of a loop is a new generation, not a retry), and ``attempt``
 its try within the current generation (1 the first, 0 before it ran). An edge is
-``fired`` (with how often), ``dead``, or ``pending``.
+``fired`` (with how often), ``dead``, or ``pending``. ``shown`` is the run object as of
+its latest checkpoint (status, outcome, context, spent): what ``GET /runs/{id}`` answers
+without ``governance`` and ``activity``, which read the whole journal of a long run.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def drawing(settings: Settings, run_id: str) -> Any:
         info = view.info
         budgets = view.manifest.get("budgets")
         children = child_runs(rt.store, run_id)
+        shown = view.show().to_json()  # from the latest checkpoint: no journal read
     drawn = drawing_object(lay_out(pinned_chart(pinned)), state)
     schemas = ask_schemas(pinned)
     for node in drawn["nodes"]:
@@ -50,7 +53,7 @@ def drawing(settings: Settings, run_id: str) -> Any:
         "updated_ms": info.updated_ms,
         "children": children,
     }
-    return drawn | {"run": run, "budgets": budgets}
+    return drawn | {"run": run, "budgets": budgets, "shown": shown}
 
 
 def child_runs(store: Store, run_id: str) -> list[dict[str, Any]]:

@@ -107,33 +107,29 @@ export function runView(view, runId, go) {
   }
 
   // --- header, outcome, graph, asks: small reads, re-done after each burst of events --
-  // Three reads, each drawn as soon as it comes: the graph and the asks never wait for
-  // the run object (whose activity counts read the whole journal of a long run).
+  // Two reads, each drawn as soon as it comes: the drawing (the plan, live states and the
+  // run object as of its latest checkpoint) and the asks. Neither reads the whole journal.
   async function loadHeader() {
     await Promise.all([
       api("GET", `${path}/drawing`).then((drawing) => {
         if (state.closed) return;
         state.drawing = drawing;
+        const shown = drawing.shown;
+        state.shown = shown;
+        $status(shown.status);
         drawFacts(drawing);
         drawGraph(graphBox, drawing, (node) => timeline.filterNode(node));
         if (state.asks) renderAsks(state.asks, drawing);
+        summary.replaceChildren(
+          el("div", {}, outcomeLine(shown)),
+          el("div", { class: "muted" }, spentLine(shown.spent, drawing.budgets)),
+          expandable("context", shown.context));
         applyEnabled();
       }),
       api("GET", `${path}/asks`).then((asks) => {
         if (state.closed) return;
         state.asks = asks.asks;
         if (state.drawing) renderAsks(state.asks, state.drawing);
-      }),
-      api("GET", path).then((shown) => {
-        if (state.closed) return;
-        state.shown = shown;
-        $status(shown.status);
-        summary.replaceChildren(
-          el("div", {}, outcomeLine(shown)),
-          el("div", { class: "muted" }, spentLine(shown.spent, state.drawing && state.drawing.budgets)),
-          expandable("context", shown.context),
-          shown.governance ? expandable("governance", shown.governance) : "");
-        applyEnabled();
       }),
     ]);
   }
