@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # cores pays; TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= 4
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean screenshot
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/streaming.py
 	$(BIN)/python bench/cli_start.py
 	$(BIN)/python bench/verify_speed.py
+	$(BIN)/python bench/console.py
+
+# docs/console.png, shown in README.md and docs/console.md: the console in Chromium.
+screenshot: $(STAMP)
+	PYTHONPATH=tests $(BIN)/python tests/console/screenshot.py docs/console.png
 
 clean:
 	rm -rf $(VENV) .plait .pytest_cache .mypy_cache .ruff_cache

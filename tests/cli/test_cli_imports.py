@@ -151,7 +151,16 @@ def test_a_verb_is_loaded_only_when_named() -> None:
     assert all(isinstance(c, Stub) for c in group.commands.values())
     runs = group.loaded("runs")
     assert runs is not None and not isinstance(runs, Stub)
-    assert [p.name for p in runs.params] == ["status", "db", "json_output"]
+    assert [p.name for p in runs.params] == [
+        "status",
+        "limit",
+        "workflow",
+        "since",
+        "search",
+        "cursor",
+        "db",
+        "json_output",
+    ]
     assert isinstance(group.commands["show"], Stub)
     assert group.loaded("no-such-verb") is None
 

@@ -64,6 +64,7 @@ def test_files_outside_the_served_folder_are_refused_unopened(crew: Team, path: 
     for response in (
         operator.post("/runs", json={"workflow": target, "run_id": "out"}),
         operator.get("/workflows/graph", params={"path": target}),
+        operator.get("/workflows/input", params={"path": target}),
         operator.post("/schedules", json={"name": "s", "workflow": target, "every": "1h"}),
         operator.post("/schedules/sync", json={"workflow": target}),
     ):

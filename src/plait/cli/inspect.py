@@ -15,8 +15,16 @@ from plait.cli.results import describe, status_exit
 from plait.cli.verify_all import verify_all
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
+from plait.driver.run_listing import (
+    DEFAULT_LIMIT,
+    Filters,
+    check_limit,
+    parse_since,
+    runs_page_object,
+)
 from plait.driver.verbs import (
     check_run_status,
+    run_row,
     runs_object,
     show_object,
     trace_object,
@@ -28,15 +36,50 @@ def runs(
     status: Annotated[
         str | None, typer.Option("--status", metavar="S", help="Only runs with this status.")
     ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", metavar="N", help="One page of at most N runs.")
+    ] = None,
+    workflow: Annotated[
+        str | None, typer.Option("--workflow", metavar="NAME", help="Only this workflow's runs.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="WHEN", help="Only runs created since (ISO 8601, UTC by default)."
+        ),
+    ] = None,
+    search: Annotated[
+        str | None,
+        typer.Option("--search", metavar="TEXT", help="Part of a run id, workflow or principal."),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        typer.Option("--cursor", metavar="C", help="The next page: a page's next_cursor."),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first (a page of them with --limit and the filters)."""
     out = Output(json_output)
+    paged = (limit, workflow, since, search, cursor) != (None, None, None, None, None)
     with out.reporting():
         check_run_status(status)  # before the store is opened (or created)
+        since_ms = None if since is None else parse_since(since, "--since")
+        if limit is not None:
+            check_limit(limit, "--limit")
         with runtime(db, reading=True) as rt:
-            listed = runs_object(rt, status)
+            if paged:
+                filters = Filters(
+                    DEFAULT_LIMIT if limit is None else limit,
+                    status,
+                    workflow,
+                    search,
+                    since_ms,
+                    cursor,
+                )
+                listed = runs_page_object(rt, filters, run_row(rt))
+            else:
+                listed = runs_object(rt, status)
     rows: list[dict[str, Any]] = listed["runs"]
     if json_output:
         out.data(listed)
@@ -62,6 +105,8 @@ def runs(
             when(row["updated_ms"]),
         )
     out.console().print(table)
+    if listed.get("next_cursor"):
+        out.say(f"more: plait runs ... --cursor {listed['next_cursor']}")
 
 
 def when(ms: int) -> str:

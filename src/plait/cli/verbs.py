@@ -55,7 +55,8 @@ VERBS = (
          "Raise budget ceilings (journaled); `plait resume` continues at the refused turn."),
     Verb("fork", "plait.cli.run", "fork",
          "Start a new run from a checkpoint of RUN_ID (the base run is never touched)."),
-    Verb("runs", "plait.cli.inspect", "runs", "List runs, newest first."),
+    Verb("runs", "plait.cli.inspect", "runs",
+         "List runs, newest first (a page of them with --limit and the filters)."),
     Verb("show", "plait.cli.inspect", "show",
          "Show where a run stands: status, outcome, spent, pending asks, context, and for a\n"
          "governed node in flight its active steps, allowed tools and why the others are"

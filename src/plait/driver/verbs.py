@@ -9,13 +9,13 @@ needs when called, so ``plait runs`` loads none of what ``plait show`` reads wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
 from plait.store.base import ScheduleStore
-from plait.store.records import RUN_STATUSES
+from plait.store.records import RUN_STATUSES, RunInfo
 
 if TYPE_CHECKING:
     from plait.driver.runtime import Runtime
@@ -90,24 +90,29 @@ def check_run_status(status: str | None, *, option: str = "--status") -> None:
 def runs_object(rt: Runtime, status: str | None, *, option: str = "--status") -> dict[str, Any]:
     """``plait runs``: ``{"runs": [...]}`` newest first, optionally of one status."""
     check_run_status(status, option=option)
+    row = run_row(rt)
+    return {"runs": [row(i) for i in rt.store.list_runs(status)]}
+
+
+def run_row(rt: Runtime) -> Callable[[RunInfo], dict[str, Any]]:
+    """What ``plait runs --json`` lists of each run (CONTRACT.md); a scheduled run names
+    its schedule and slot."""
     store = rt.store
-    slots = {}  # a scheduled run names its schedule and slot
+    slots = {}
     if isinstance(store, ScheduleStore):
         slots = {run: {"name": name, "slot_ms": slot} for name, slot, run in store.schedule_slots()}
-    return {
-        "runs": [
-            {
-                "run_id": i.run_id,
-                "workflow": i.workflow,
-                "status": i.status,
-                "principal": i.principal,
-                "created_ms": i.created_ms,
-                "updated_ms": i.updated_ms,
-            }
-            | ({"schedule": slots[i.run_id]} if i.run_id in slots else {})
-            for i in store.list_runs(status)
-        ]
-    }
+
+    def row(i: RunInfo) -> dict[str, Any]:
+        return {
+            "run_id": i.run_id,
+            "workflow": i.workflow,
+            "status": i.status,
+            "principal": i.principal,
+            "created_ms": i.created_ms,
+            "updated_ms": i.updated_ms,
+        } | ({"schedule": slots[i.run_id]} if i.run_id in slots else {})
+
+    return row
 
 
 def show_object(rt: Runtime, run_id: str) -> tuple[RunResult, dict[str, Any]]:

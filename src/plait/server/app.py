@@ -22,7 +22,18 @@ from fastapi import FastAPI
 
 from plait.driver.defaults import default_db, default_principal
 from plait.driver.worker import DEFAULT_POLL_MS
-from plait.server import commands, console, driving, errors, events, reading, schedules
+from plait.server import (
+    commands,
+    console,
+    drawing,
+    driving,
+    errors,
+    events,
+    journal_pages,
+    reading,
+    schedules,
+    workflow_inputs,
+)
 from plait.server.auth import Access
 from plait.server.confinement import Confinement
 from plait.server.deltas import DeltaHub
@@ -114,7 +125,8 @@ def create_app(
         confinement,
     )
     errors.install(app)
-    for module in (reading, commands, driving, events, schedules):  # each through ApiRoute
+    api = (reading, journal_pages, drawing, workflow_inputs, commands, driving, events, schedules)
+    for module in api:  # each through ApiRoute
         app.include_router(module.router)
     app.include_router(console.router)
     app.add_middleware(EncodedSegments)

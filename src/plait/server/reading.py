@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from plait.driver import verbs
+from plait.driver.run_listing import DEFAULT_LIMIT, Filters, runs_page_object
 from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import CallerOf, Settings
@@ -29,11 +30,26 @@ def me(caller: CallerOf) -> Any:
 
 
 @router.get("/runs")
-def runs(settings: Settings, status: str | None = None) -> Any:
-    """``plait runs [--status S]``."""
+def runs(
+    settings: Settings,
+    status: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+    workflow: str | None = None,
+    q: str | None = None,
+    since: int | None = None,
+) -> Any:
+    """``plait runs [--status S]``; with any of ``limit``, ``cursor``, ``workflow``, ``q``
+    or ``since``, one page of them (``driver.run_listing``) with its ``next_cursor``."""
     verbs.check_run_status(status, option="status")
+    paged = (limit, cursor, workflow, q, since) != (None, None, None, None, None)
     with settings.runtime() as rt:
-        return verbs.runs_object(rt, status, option="status")
+        if not paged:
+            return verbs.runs_object(rt, status, option="status")
+        filters = Filters(
+            DEFAULT_LIMIT if limit is None else limit, status, workflow, q, since, cursor
+        )
+        return runs_page_object(rt, filters, verbs.run_row(rt))
 
 
 @router.get("/runs/{run_id}")

@@ -13,7 +13,7 @@ checkpoint, E020 storage error, E021 lease lost.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
@@ -21,6 +21,7 @@ from plait.core.keys import JournalKey
 from plait.store.records import (
     CheckpointMeta,
     Journal,
+    JournalItem,
     LeaseOwner,
     Record,
     RunInfo,
@@ -28,6 +29,9 @@ from plait.store.records import (
     TokenRow,
     Write,
 )
+
+if TYPE_CHECKING:  # run_pages reads rows through sql, which imports this module
+    from plait.store.run_pages import RunPage, RunQuery
 
 
 @runtime_checkable
@@ -44,6 +48,15 @@ class Store(Protocol):
 
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
         """Runs newest first, optionally only those with ``status``."""
+        ...
+
+    def page_runs(self, query: RunQuery) -> RunPage:
+        """One page of the runs ``query`` matches, newest first (``run_pages.py``)."""
+        ...
+
+    def journal_page(self, run_id: str, before_seq: int | None, limit: int) -> list[JournalItem]:
+        """Up to ``limit`` journal items before ``before_seq`` (None: the newest), newest
+        first; PLAIT-E017 for an unknown run id."""
         ...
 
     def manifests(self, run_id: str) -> list[JSON]:

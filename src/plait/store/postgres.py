@@ -42,7 +42,7 @@ from psycopg.conninfo import conninfo_to_dict
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, schedules, sql, tokens
+from plait.store import claims, run_pages, schedules, sql, tokens
 from plait.store.base import ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher
@@ -56,6 +56,7 @@ from plait.store.records import (
     TAKEN,
     CheckpointMeta,
     Journal,
+    JournalItem,
     LeaseOwner,
     Record,
     RunInfo,
@@ -64,6 +65,7 @@ from plait.store.records import (
     Write,
 )
 from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import POSTGRES
 
 DURABILITIES = ("normal", "strict")
@@ -184,6 +186,16 @@ class PostgresStore:
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
         with self._connection("listing runs") as conn:
             return sql.list_runs(conn, POSTGRES, status)
+
+    def page_runs(self, query: RunQuery) -> RunPage:
+        with self._connection("listing runs") as conn:
+            return run_pages.page_runs(conn, POSTGRES, query)
+
+    def journal_page(self, run_id: str, before_seq: int | None, limit: int) -> list[JournalItem]:
+        with self._connection(f"reading the journal of run '{run_id}'") as conn:
+            return run_pages.journal_page(
+                conn, POSTGRES, run_id, before_seq, limit, NodeBatcher(conn)
+            )
 
     def manifests(self, run_id: str) -> list[JSON]:
         with self._connection(f"reading the manifest of run '{run_id}'") as conn:

@@ -210,6 +210,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_ms {int} NOT NULL
         )""",
     )),
+    # 8: the console and `plait runs --workflow` page through one workflow's runs newest
+    # first (store/run_pages.py): a keyset range on this index, however many runs there are.
+    Migration((
+        "CREATE INDEX runs_by_workflow ON runs (workflow, created_ms{order})",
+    )),
 )  # fmt: skip
 
 

@@ -253,6 +253,14 @@ def load_journal(
 ) -> Journal:
     """Every journal item of the run after ``after_seq``; PLAIT-E017, E010."""
     rows = conn.execute(d.q(SELECT_ROWS), (run_id, after_seq)).fetchall()
+    return journal_of(conn, d, run_id, rows, reader)
+
+
+def journal_of(
+    conn: Connection, d: Dialect, run_id: str, rows: Sequence[Any], reader: NodeReader
+) -> Journal:
+    """The journal items ``rows`` (``seq`` then JOURNAL_COLUMNS) hold; PLAIT-E017 when
+    there are none and the run does not exist, E010 for a row that does not decode."""
     if not rows:
         require_run(conn, d, run_id)
     journal = Journal(run_id)

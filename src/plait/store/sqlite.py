@@ -26,7 +26,7 @@ from urllib.parse import quote
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import claims, schedules, sql, tokens
+from plait.store import claims, run_pages, schedules, sql, tokens
 from plait.store.base import Listener, ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
 from plait.store.lease import may_take_over
 from plait.store.node_reads import NodeFetcher
@@ -37,6 +37,7 @@ from plait.store.records import (
     TAKEN,
     CheckpointMeta,
     Journal,
+    JournalItem,
     LeaseOwner,
     Record,
     RunInfo,
@@ -45,6 +46,7 @@ from plait.store.records import (
     Write,
 )
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import SQLITE
 from plait.store.sqlite_schema import migrate
 from plait.store.wal import BACKSTOP_PAGES, WalCheckpointer
@@ -160,6 +162,16 @@ class SqliteStore:
     def list_runs(self, status: str | None = None) -> list[RunInfo]:
         with self._lock, self._read() as conn:
             return sql.list_runs(conn, SQLITE, status)
+
+    def page_runs(self, query: RunQuery) -> RunPage:
+        with self._lock, self._read() as conn:
+            return run_pages.page_runs(conn, SQLITE, query)
+
+    def journal_page(self, run_id: str, before_seq: int | None, limit: int) -> list[JournalItem]:
+        with self._lock, self._read() as conn:
+            return run_pages.journal_page(
+                conn, SQLITE, run_id, before_seq, limit, NodeFetcher(conn)
+            )
 
     def manifests(self, run_id: str) -> list[JSON]:
         with self._lock, self._read() as conn:

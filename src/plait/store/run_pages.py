@@ -1,0 +1,108 @@
+"""Reading runs and journals a page at a time, for lists that may hold 10,000 runs and
+journals of 100,000 items (the console, ``GET /runs?limit``, ``plait runs --limit``).
+
+Pages are keyset pages: a runs page goes on after the ``(created_ms, row order)`` of the
+last run it showed, a journal page before the smallest ``seq`` it showed, so each page
+is one indexed range read however deep it is (``runs_by_created``, ``runs_by_status``,
+``runs_by_workflow`` and the journal's ``(run_id, seq)`` key), and runs created while a
+reader pages on never shift the pages it has not read yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plait.store.records import JournalItem, RunInfo
+from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, run_from_row
+from plait.store.sql import Connection, Dialect, NodeReader, journal_of
+
+MAX_PAGE = 1000
+"""The most rows one page holds, whatever the caller asks for."""
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """Which runs a page lists: filters, and where the page starts (``after``, the
+    ``(created_ms, order)`` of the last run of the page before)."""
+
+    limit: int = 50
+    status: str | None = None
+    workflow: str | None = None
+    text: str | None = None
+    """Part of a run id, workflow name or principal (case-sensitive)."""
+    since_ms: int | None = None
+    """Only runs created at or after this time."""
+    after: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """One page of runs, newest first; ``next`` is where the next page starts (None: last)."""
+
+    runs: list[RunInfo]
+    next: tuple[int, int] | None
+
+
+def page_runs(conn: Connection, d: Dialect, query: RunQuery) -> RunPage:
+    """One page of runs matching ``query``, newest first (insertion order breaks ties)."""
+    where: list[str] = []
+    params: list[object] = []
+    if query.status is not None:
+        where.append("status = ?")
+        params.append(query.status)
+    if query.workflow is not None:
+        where.append("workflow = ?")
+        params.append(query.workflow)
+    if query.since_ms is not None:
+        where.append("created_ms >= ?")
+        params.append(query.since_ms)
+    if query.text:
+        pattern = "%" + _like_escaped(query.text) + "%"
+        where.append(
+            "(run_id LIKE ? ESCAPE '\\' OR workflow LIKE ? ESCAPE '\\'"
+            " OR principal LIKE ? ESCAPE '\\')"
+        )
+        params += [pattern, pattern, pattern]
+    if query.after is not None:
+        where.append(f"(created_ms < ? OR (created_ms = ? AND {d.row_order} < ?))")
+        params += [query.after[0], query.after[0], query.after[1]]
+    limit = max(1, min(query.limit, MAX_PAGE))
+    sql = f"SELECT {', '.join(RUN_COLUMNS)}, {d.row_order} FROM runs"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY created_ms DESC, {d.row_order} DESC LIMIT ?"
+    rows = conn.execute(d.q(sql), (*params, limit + 1)).fetchall()
+    shown = rows[:limit]
+    runs = [run_from_row(row[:-1]) for row in shown]
+    more = len(rows) > limit and shown
+    return RunPage(runs, (int(shown[-1][5]), int(shown[-1][-1])) if more else None)
+
+
+def _like_escaped(text: str) -> str:
+    """``text`` matched literally inside a LIKE pattern."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def journal_page(
+    conn: Connection,
+    d: Dialect,
+    run_id: str,
+    before_seq: int | None,
+    limit: int,
+    reader: NodeReader,
+) -> list[JournalItem]:
+    """Up to ``limit`` journal items of the run before ``before_seq`` (None: the newest),
+    newest first; PLAIT-E017 for an unknown run."""
+    limit = max(1, min(limit, MAX_PAGE))
+    columns = ", ".join(JOURNAL_COLUMNS)
+    if before_seq is None:
+        sql = f"SELECT seq, {columns} FROM journal WHERE run_id = ? ORDER BY seq DESC LIMIT ?"
+        params: tuple[object, ...] = (run_id, limit)
+    else:
+        sql = (
+            f"SELECT seq, {columns} FROM journal WHERE run_id = ? AND seq < ?"
+            " ORDER BY seq DESC LIMIT ?"
+        )
+        params = (run_id, before_seq, limit)
+    rows = conn.execute(d.q(sql), params).fetchall()
+    return list(reversed(journal_of(conn, d, run_id, rows, reader).items()))

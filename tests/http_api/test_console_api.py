@@ -1,0 +1,130 @@
+"""What the console reads: ``GET /runs`` paged and filtered, ``GET /runs/ID/journal`` a
+page at a time, ``GET /runs/ID/drawing`` (the plan laid out, with live states) and
+``GET /workflows/input``; and ``plait runs --limit`` beside them."""
+
+from __future__ import annotations
+
+import json
+
+from http_api.support import Api
+
+
+def page(api: Api, query: str) -> dict:
+    response = api.get("/runs?" + query)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_runs_page_through_every_run_once_with_next_cursor(api: Api):
+    for i in range(5):
+        api.start("approval", f"p{i}")
+    ids: list[str] = []
+    cursor = ""
+    while True:
+        got = page(api, "limit=2" + (f"&cursor={cursor}" if cursor else ""))
+        assert len(got["runs"]) <= 2
+        ids += [run["run_id"] for run in got["runs"]]
+        if got["next_cursor"] is None:
+            break
+        cursor = got["next_cursor"]
+
+    assert ids == [run["run_id"] for run in api.get("/runs").json()["runs"]]
+    assert sorted(ids) == [f"p{i}" for i in range(5)]
+    assert "next_cursor" not in api.get("/runs").json()  # the unpaged answer is as it was
+
+
+def test_a_paged_run_says_how_it_ended_what_it_spent_and_what_it_waits_for(api: Api):
+    api.start("approval", "waits")
+    api.start("question", "done")
+    api.post(
+        f"/runs/done/asks/{api.only_ask('done')['ask_id']}/respond", {"result": 1, "as": "bob"}
+    )
+    api.post("/runs/done/resume")
+
+    waiting = page(api, "limit=5&status=parked")["runs"]
+    finished = page(api, "limit=5&q=don")["runs"]
+
+    assert [r["run_id"] for r in waiting] == ["waits"]
+    assert waiting[0]["waiting"][0]["prompt"] == "Ship it?"
+    assert waiting[0]["waiting"][0]["approval"] is True
+    assert waiting[0]["spent"]["supersteps"] >= 1 and waiting[0]["principal"] == "alice"
+    assert [r["run_id"] for r in finished] == ["done"]
+    assert finished[0]["outcome"]["kind"] == "completed"
+    assert finished[0]["duration_ms"] >= 0 and "waiting" not in finished[0]
+
+
+def test_runs_filters_by_workflow_and_since(api: Api):
+    api.start("approval", "a1")
+    api.start("question", "q1")
+    created = api.get("/runs/a1/drawing").json()["run"]["created_ms"]
+
+    assert [r["run_id"] for r in page(api, "workflow=question")["runs"]] == ["q1"]
+    assert page(api, f"since={created + 10**9}")["runs"] == []
+
+
+def test_a_bad_limit_or_cursor_is_e019(api: Api):
+    for query in ("limit=0", "limit=100000", "cursor=abc", "cursor=1.x"):
+        response = api.get("/runs?" + query)
+        assert response.status_code == 400, query
+        assert response.json()["error"]["code"] == "PLAIT-E019"
+
+
+def test_the_journal_comes_newest_first_a_page_at_a_time(api: Api):
+    api.start("approval", "j1")
+    every = [
+        json.loads(line[6:]) for line in api.events("j1").splitlines() if line.startswith("data: ")
+    ]
+    seqs = [e["seq"] for e in every if "seq" in e]
+
+    first = api.get("/runs/j1/journal?limit=3").json()
+    rest = api.get(f"/runs/j1/journal?before={first['next_before']}&limit=1000").json()
+
+    assert [i["seq"] for i in first["items"]] == sorted(seqs, reverse=True)[:3]
+    assert [i["seq"] for i in first["items"] + rest["items"]] == sorted(seqs, reverse=True)
+    assert rest["next_before"] is None
+    assert api.get("/runs/nope/journal").status_code == 404
+    assert api.get("/runs/j1/journal?limit=0").json()["error"]["code"] == "PLAIT-E019"
+
+
+def test_the_drawing_places_every_node_and_says_its_state(api: Api):
+    api.start("approval", "d1")
+
+    drawn = api.get("/runs/d1/drawing").json()
+
+    states = {n["id"]: n["state"] for n in drawn["nodes"]}
+    assert states == {"start": "DoneOk", "approve": "AwaitingClient", "shipped": "Waiting",
+                      "held": "Waiting"}  # fmt: skip
+    y = {n["id"]: n["y"] for n in drawn["nodes"]}
+    assert y["start"] < y["approve"] < y["shipped"] == y["held"]  # layers, top down
+    edges = {(e["from"], e["to"]): e["state"] for e in drawn["edges"]}
+    assert edges[("start", "approve")] == "fired"
+    assert edges[("approve", "shipped")] == "pending"
+    assert all(e["d"].startswith("M") for e in drawn["edges"])
+    assert drawn["run"]["principal"] == "alice"
+    assert drawn["shown"]["status"] == "parked" and drawn["shown"]["asks"][0]["node"] == "approve"
+
+
+def test_workflow_input_names_the_entry_node(api: Api):
+    got = api.get("/workflows/input", params={"path": api.flow("approval")}).json()
+    assert got["workflow"] == "approval" and got["entry"] == "start"
+    missing = api.get("/workflows/input", params={"path": api.flow("nope")})
+    assert missing.json()["error"]["code"].startswith("PLAIT-E")
+
+
+def test_plait_runs_pages_and_filters_as_the_api_does(api: Api):
+    for i in range(3):
+        api.start("approval", f"c{i}")
+    api.start("question", "other")
+
+    first = json.loads(api.cli("runs", "--limit", "2", "--workflow", "approval"))
+    rest = json.loads(api.cli("runs", "--limit", "2", "--workflow", "approval", "--cursor",
+                              first["next_cursor"]))  # fmt: skip
+    since = json.loads(api.cli("runs", "--since", "2999-01-01"))
+
+    assert [r["run_id"] for r in first["runs"] + rest["runs"]] == ["c2", "c1", "c0"]
+    assert rest["next_cursor"] is None
+    assert since == {"runs": [], "next_cursor": None}
+    for key in ("run_id", "workflow", "status", "principal", "created_ms", "updated_ms"):
+        assert key in first["runs"][0]  # CONTRACT.md's fields, still there
+    bad = json.loads(api.cli("runs", "--since", "yesterday"))
+    assert bad["error"]["code"] == "PLAIT-E019"

@@ -1,0 +1,101 @@
+"""Paging runs and journals (``store.run_pages``), on every back end: keyset pages that
+cover every run exactly once newest first, filters that combine, and journal pages
+newest first before a seq."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from plait.core.errors import PlaitError
+from plait.core.keys import JournalKey
+from plait.store import Store
+from plait.store.records import IntentWrite, RecordWrite, ResultWrite, RunInfo
+from plait.store.run_pages import MAX_PAGE, RunQuery
+
+
+def add_run(store: Store, run_id: str, created_ms: int, **kw: Any) -> None:
+    info = RunInfo(
+        run_id,
+        kw.get("workflow", "wf"),
+        kw.get("status", "completed"),
+        kw.get("principal", "alice"),
+        None,
+        created_ms,
+        created_ms,
+    )
+    store.create_run(info, {"plan": {"nodes": ["a"]}})
+
+
+def every_page(store: Store, query: RunQuery) -> list[list[str]]:
+    pages = []
+    while True:
+        page = store.page_runs(query)
+        pages.append([info.run_id for info in page.runs])
+        if page.next is None:
+            return pages
+        query = RunQuery(
+            query.limit, query.status, query.workflow, query.text, query.since_ms, page.next
+        )
+
+
+def test_pages_cover_every_run_once_newest_first_with_ties_in_insertion_order(store: Store):
+    for i in range(7):
+        add_run(store, f"r{i}", 1000 + i // 2)  # pairs share a created_ms
+
+    pages = every_page(store, RunQuery(limit=3))
+
+    assert pages == [["r6", "r5", "r4"], ["r3", "r2", "r1"], ["r0"]]
+    assert [i.run_id for i in store.list_runs()] == [run for page in pages for run in page]
+
+
+def test_filters_combine_status_workflow_text_and_since(store: Store):
+    add_run(store, "a-1", 100, workflow="alpha", status="parked")
+    add_run(store, "a-2", 200, workflow="alpha", status="completed")
+    add_run(store, "b-1", 300, workflow="beta", status="parked", principal="bob_x")
+    add_run(store, "b-2", 400, workflow="beta", status="parked")
+
+    def ids(**kw: Any) -> list[str]:
+        return [i.run_id for i in store.page_runs(RunQuery(**kw)).runs]
+
+    assert ids(status="parked") == ["b-2", "b-1", "a-1"]
+    assert ids(workflow="alpha") == ["a-2", "a-1"]
+    assert ids(status="parked", workflow="beta", since_ms=350) == ["b-2"]
+    assert ids(text="bob_") == ["b-1"]  # matches the principal
+    assert ids(text="b_1") == []  # "_" is a literal underscore: "b-1" does not match
+    assert ids(text="%") == []  # so is '%'
+    assert ids(text="a-") == ["a-2", "a-1"]
+
+
+def test_a_page_holds_at_most_max_page_runs(store: Store):
+    add_run(store, "only", 1)
+    assert store.page_runs(RunQuery(limit=MAX_PAGE * 10)).next is None
+
+
+def test_journal_pages_go_back_from_the_newest_item(store: Store):
+    add_run(store, "r1", 1, status="running")
+    writes: list[Any] = []
+    for n in range(5):
+        k = JournalKey("r1", "", "a", 1, n, "tool")
+        writes += [
+            IntentWrite(k, "t", {"n": n}, 1, 10 + n, f"i{n}"),
+            ResultWrite(k, {"Completed": {"result": n}}, 11 + n, 4),
+        ]
+    writes.append(RecordWrite("note", {"last": True}))
+    store.commit("r1", None, writes)
+
+    newest = store.journal_page("r1", None, 4)
+    older = store.journal_page("r1", newest[-1].seq, 4)
+    rest = store.journal_page("r1", older[-1].seq, 100)
+
+    seqs = [item.seq for item in newest + older + rest]
+    assert seqs == sorted(seqs, reverse=True) and len(seqs) == 11 and seqs[-1] == 1
+    assert [i.seq for i in store.load_journal("r1").items()] == sorted(seqs)
+    assert store.journal_page("r1", 1, 10) == []
+
+
+def test_journal_page_of_an_unknown_run_is_e017(store: Store):
+    with pytest.raises(PlaitError) as caught:
+        store.journal_page("nope", None, 10)
+    assert caught.value.code == "E017"
