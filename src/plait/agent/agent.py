@@ -161,9 +161,17 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AgentRunState[OutputT]:
-        """Start a run with ``prompt`` and drive it until it finishes or waits."""
-        return await self._start(prompt, run_id, conversation_id, metadata, emit=None)
+        """Start a run with ``prompt`` and drive it until it finishes or waits.
+
+        ``conversation_id``: the run is that conversation's next turn; its transcript
+        starts with the conversation's last completed run's (docs/conversations.md).
+        ``message_history``: start from these entries instead (a previous result's
+        ``message_history``, as pydantic-ai's ``result.all_messages()``).
+        """
+        history = (conversation_id, message_history)
+        return await self._start(prompt, run_id, history, metadata, emit=None)
 
     def run_sync(
         self,
@@ -172,9 +180,16 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AgentRunState[OutputT]:
         return asyncio.run(
-            self.run(prompt, run_id=run_id, conversation_id=conversation_id, metadata=metadata)
+            self.run(
+                prompt,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                metadata=metadata,
+                message_history=message_history,
+            )
         )
 
     def run_stream(
@@ -184,6 +199,7 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> RunStream[OutputT]:
         """Run ``prompt``, streaming its events as they happen, then ``RunFinished``.
 
@@ -196,9 +212,8 @@ class Agent(Generic[OutputT]):
         stopped early. Deltas are observational: the journal keeps each completed
         turn only, and a run that crashed mid-turn sends that turn again on resume.
         """
-        return RunStream(
-            lambda emit: self._start(prompt, run_id, conversation_id, metadata, emit=emit)
-        )
+        history = (conversation_id, message_history)
+        return RunStream(lambda emit: self._start(prompt, run_id, history, metadata, emit=emit))
 
     async def resume(
         self,
@@ -280,10 +295,11 @@ class Agent(Generic[OutputT]):
         self,
         prompt: str,
         run_id: str | None,
-        conversation_id: str | None,
+        history: tuple[str | None, Sequence[Mapping[str, Any]] | None],
         metadata: Mapping[str, Any] | None,
         emit: Emit | None,
     ) -> AgentRunState[OutputT]:
+        conversation_id, message_history = history
         workflow = self.workflow()
         if isinstance(self.model, str):  # the runtime is handed a model object, not a spec
             check_credentials(self.model)
@@ -299,7 +315,13 @@ class Agent(Generic[OutputT]):
         runtime = self._runtime(observer=observer, model=self._model(run_id, emit))
         if emit is not None:
             runtime.deltas = delta_events(emit)
-        await runtime.start(workflow, {"prompt": prompt}, run_id=run_id)
+        await runtime.start(
+            workflow,
+            {"prompt": prompt},
+            run_id=run_id,
+            conversation=conversation_id,
+            message_history=message_history,
+        )
         return self.state(run_id)
 
     def _answer(

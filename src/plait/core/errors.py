@@ -37,6 +37,7 @@ CATALOGUE: dict[str, str] = {
     "E028": "invalid answer",
     "E029": "unauthenticated (HTTP API: missing or wrong bearer token)",
     "E030": "migration refused",
+    "E031": "conversation refused",
 }
 
 
