@@ -13,7 +13,7 @@ import pytest
 
 from plait import Agent
 from plait.core.errors import PlaitError
-from support.fake_provider import Answer, FakeProvider
+from support.fake_provider import Answer, Call, FakeProvider
 
 
 @pytest.fixture
@@ -100,11 +100,78 @@ def test_the_history_is_stored_by_reference_not_copied(provider: FakeProvider, t
     assert second < 10_000  # the 20 kB answer is t1's node, referenced by t2
 
 
-def test_a_failed_run_is_not_part_of_the_history(provider: FakeProvider, tmp_path: Path):
-    with agent(provider, tmp_path) as bot:
+def test_a_failed_run_is_left_out_and_a_blank_id_refused(provider: FakeProvider, tmp_path: Path):
+    with agent(provider, tmp_path, max_effects_per_attempt=1) as bot:
         bot.run_sync("one", conversation_id="c1", run_id="t1")
-        provider.answers = [Answer(("never",))]
+        provider.answers = [Answer(calls=(Call("nope", {}),)), Answer(("three",))]
+        failed = bot.run_sync("two", conversation_id="c1", run_id="t2")
+        third = bot.run_sync("three", conversation_id="c1", run_id="t3")
         with pytest.raises(PlaitError) as refused:
-            bot.run_sync("two", conversation_id="   ", run_id="t2")
+            bot.run_sync("four", conversation_id="   ", run_id="t4")
+        manifest = bot._open_store().manifests("t3")[0]
 
+    assert failed.metadata["run_status"] == "failed" and third.output == "three"
+    assert manifest["input"]["$history"]["runs"] == ["t1"]
+    assert not any("two" == t for t in sent_texts(provider.requests[-1]))
     assert refused.value.code == "E031"
+
+
+def test_a_long_conversation_folds_before_the_next_turn(provider: FakeProvider, tmp_path: Path):
+    provider.answers = [
+        Answer(("first answer",), input_tokens=900),
+        Answer(("second answer",), input_tokens=900),
+        Answer(("a summary of it all",)),
+        Answer(("third answer",)),
+        Answer(("fourth answer",)),
+    ]
+    with agent(provider, tmp_path, context_tokens=500) as bot:
+        bot.run_sync("What is plait?", conversation_id="c1", run_id="t1")
+        bot.run_sync("Tell me more.", conversation_id="c1", run_id="t2")  # nothing to fold yet
+        third = bot.run_sync("And durable?", conversation_id="c1", run_id="t3")
+        bot.run_sync("Thanks.", conversation_id="c1", run_id="t4")
+        report = bot.verify("t3")
+
+    _, second, summarize, turn, fourth = provider.requests
+    assert "The conversation to summarize" in sent_texts(summarize)[-1]
+    assert "first answer" in sent_texts(summarize)[-1]
+    assert any("[Summary 1 of" in t for t in sent_texts(turn))
+    assert not any("first answer" in t for t in sent_texts(turn))
+    assert len(turn["messages"]) < len(second["messages"]) + 2
+    # the next run goes on from the folded transcript, not the whole one again
+    assert any("[Summary 1 of" in t for t in sent_texts(fourth))
+    assert third.output == "third answer" and report.verified
+
+
+def run_turn(tmp_path: Path, spec: str, *args: str, crash: str = "") -> Any:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PLAIT_CRASH_AT": crash}
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "turn_script.py"),
+         f"sqlite:///{tmp_path / 'plait.db'}", spec, *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    return done.returncode, json.loads(done.stdout) if done.returncode == 0 else done.stderr
+
+
+@pytest.mark.parametrize("crash", ["intent:1", "result:1"])
+def test_a_continuation_that_crashed_resumes_with_its_history_and_verifies(
+    provider: FakeProvider, tmp_path: Path, crash: str
+):
+    spec = provider.openai_spec
+    assert run_turn(tmp_path, spec, "start", "t1", "c1", "What is plait?")[0] == 0
+    code, _ = run_turn(tmp_path, spec, "start", "t2", "c1", "And durable?", crash=crash)
+    assert code < 0  # killed at the boundary
+    code, resumed = run_turn(tmp_path, spec, "resume", "t2")
+    code_v, verified = run_turn(tmp_path, spec, "verify", "t2")
+
+    assert code == 0 and resumed["status"] == "Completed", resumed
+    assert code_v == 0 and verified["verified"] and verified["up_to"] == "terminal", verified
+    last = provider.requests[-1]
+    assert any("first answer" in t for t in sent_texts(last))
+    assert "And durable?" in sent_texts(last)[-1]
+    # intent:1 died before the turn was sent, result:1 after: one request, or that one again
+    assert len(provider.requests) == (2 if crash == "intent:1" else 3)

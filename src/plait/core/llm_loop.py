@@ -81,8 +81,8 @@ def _open_flow(s: StepContext, node: int, attempt: int, path: str, context: dict
         first = {"role": "user", "content": {"instruction": instruction, "context": context}}
         messages.append(Entry(first))
     flow = AbstractFlow(node=node, attempt=attempt, task_path=path, messages=messages)
-    if history is not None and history[1]:
-        flow.last_prompt_tokens = history[1]
+    if history is not None and history[1] and fold_range(messages) is not None:
+        flow.last_prompt_tokens = history[1]  # a history too long folds before its first turn
     governed.begin(s, flow, context)
     s.state.abstract_flows[flow_key(node, path)] = flow
 
