@@ -10,6 +10,7 @@ import typer
 
 from plait.cli.answer import approve, asks, deny, raise_budget, respond, send
 from plait.cli.check import check
+from plait.cli.conversations import conversations
 from plait.cli.diff import diff
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
@@ -46,6 +47,7 @@ app.command("send")(send)
 app.command("raise-budget")(raise_budget)
 app.command("fork")(fork)
 app.command("runs")(runs)
+app.command("conversations")(conversations)
 app.command("show")(show)
 app.command("trace")(trace)
 app.command("verify")(verify)
