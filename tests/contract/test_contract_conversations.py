@@ -9,7 +9,10 @@ from typing import Any
 
 from contract.support import T0, Cli
 
-CHAT = "name: chat\nnodes: [{id: chat, instruction: Answer briefly.}]\nllm: {model: scripted:chat.json}\n"
+CHAT = """name: chat
+nodes: [{id: chat, instruction: Answer briefly.}]
+llm: {model: scripted:chat.json}
+"""
 
 
 def chat(cli: Cli) -> str:

@@ -112,7 +112,7 @@ def test_a_failed_run_is_left_out_and_a_blank_id_refused(provider: FakeProvider,
 
     assert failed.metadata["run_status"] == "failed" and third.output == "three"
     assert manifest["input"]["$history"]["runs"] == ["t1"]
-    assert not any("two" == t for t in sent_texts(provider.requests[-1]))
+    assert not any(t == "two" for t in sent_texts(provider.requests[-1]))
     assert refused.value.code == "E031"
 
 

@@ -15,9 +15,8 @@ from plait.driver.conversations import conversations as conversation_rows
 def conversations(db: DbOption = None, json_output: JsonOption = False) -> None:
     """List conversations, latest update first: their runs, turns and last status."""
     out = Output(json_output)
-    with out.reporting():
-        with runtime(db) as rt:
-            rows: list[dict[str, Any]] = conversation_rows(rt.store)
+    with out.reporting(), runtime(db) as rt:
+        rows: list[dict[str, Any]] = conversation_rows(rt.store)
     if json_output:
         out.data({"conversations": rows})
         return

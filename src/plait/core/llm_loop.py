@@ -27,8 +27,8 @@ from typing import Any
 
 from plait.core import agents, asks, governed, retry
 from plait.core.abstract import NEXT_TURN, AbstractFlow
-from plait.core.conversation import take_history
 from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.conversation import take_history
 from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task

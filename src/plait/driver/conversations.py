@@ -9,8 +9,11 @@ read from (the runs, a digest of the messages, the prompt tokens of that last re
 pinned in the run's manifest, so resume and verify use the history the run started with,
 and stored as the same content-addressed nodes the earlier runs' journals hold (§5.3).
 
-Only a workflow whose entry node is abstract (an ``Agent``'s, or a file starting with an
-LLM node) can be a turn: another has no transcript to go on from (PLAIT-E031).
+A new turn waits for none: while the conversation's last run is queued, running or
+parked, a new turn is refused (PLAIT-E031) rather than started without that run's
+messages; a failed or canceled run is passed over. Only a workflow whose entry node is
+abstract (an ``Agent``'s, or a file starting with an LLM node) can be a turn: another
+has no transcript to go on from (PLAIT-E031).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from plait.store.base import Store
 from plait.store.records import IntentRecord, Journal, RunInfo
 
 MAX_CONVERSATION_BYTES = 256
+UNFINISHED = ("queued", "running", "parked")
+"""Statuses of a conversation's last run that refuse a new turn (it would miss them)."""
 
 
 def check_conversation(conversation: str) -> None:
@@ -83,7 +88,15 @@ def with_history(
         history = {"messages": messages, "prompt_tokens": 0, "runs": []}
     else:
         assert conversation is not None
-        done = [r for _, r in store.conversation_runs(conversation) if r.status == "completed"]
+        runs = [r for _, r in store.conversation_runs(conversation)]
+        if runs and runs[-1].status in UNFINISHED:
+            last = runs[-1]
+            raise PlaitError(
+                "E031",
+                f"conversation '{conversation}': its last run '{last.run_id}' is {last.status};"
+                " a new turn would not see its messages (resume, answer or cancel it first)",
+            )
+        done = [r for r in runs if r.status == "completed"]
         if not done:
             return input
         messages, tokens = transcript(store.load_journal(done[-1].run_id), node)
@@ -103,9 +116,9 @@ def transcript(journal: Journal, node: str) -> tuple[list[dict[str, Any]], int]:
     last: IntentRecord | None = None
     for intent in journal.intents:
         key = intent.key
-        if key.kind == "llm" and key.node == node and not key.task_path:
-            if not (isinstance(intent.input, dict) and "fold" in intent.input):
-                last = intent
+        folding = isinstance(intent.input, dict) and "fold" in intent.input
+        if key.kind == "llm" and key.node == node and not key.task_path and not folding:
+            last = intent
     result = journal.results.get(last.key) if last is not None else None
     if last is None or result is None or "Completed" not in result.outcome:
         return [], 0

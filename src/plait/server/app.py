@@ -18,7 +18,16 @@ from fastapi import FastAPI
 
 from plait.driver.defaults import default_db, default_principal
 from plait.driver.worker import DEFAULT_POLL_MS
-from plait.server import commands, console, driving, errors, events, reading, schedules
+from plait.server import (
+    commands,
+    console,
+    conversations,
+    driving,
+    errors,
+    events,
+    reading,
+    schedules,
+)
 from plait.server.auth import Access
 from plait.server.deltas import DeltaHub
 from plait.server.drivers import DEFAULT_CONCURRENCY, ServerDrivers, log_to_stderr
@@ -102,7 +111,14 @@ def create_app(
         hub,
     )
     errors.install(app)
-    for module in (reading, commands, driving, events, schedules):  # each through ApiRoute
+    for module in (
+        reading,
+        commands,
+        driving,
+        events,
+        schedules,
+        conversations,
+    ):  # each through ApiRoute
         app.include_router(module.router)
     app.include_router(console.router)
     app.add_middleware(EncodedSegments)
