@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from pydantic import BaseModel
 
+from plait.agent.definition import agent_workflow
 from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_reader import read_run_state
@@ -43,9 +44,6 @@ from plait.workflow.pinning import pinned_workflow
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-NODE = "agent"
-"""The id of the agent's one node (scripted files may key responses by it)."""
-
 ToolFunc = Callable[..., Any]
 
 
@@ -56,9 +54,11 @@ class Agent(Generic[OutputT]):
     relative path is read from the current folder) or a ``Model`` object, which
     is called instead of the adapter its ``spec`` names (that spec is what a run
     pins, and ``Runtime`` checks it is a spec plait knows before a run starts).
-    ``budgets`` take workflow file units (``max_tokens``, ``max_usd``, ...);
-    ``model_settings`` are the workflow's ``llm`` settings (``max_tokens``,
-    ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
+    ``agents``: other agents this one may call as tools, each under its ``name``; a
+    call runs it as a child run on this agent's model, budgets charged to this run
+    (``agent/definition.py``). ``budgets`` take workflow file units (``max_tokens``,
+    ``max_usd``, ...); ``model_settings`` are the workflow's ``llm`` settings
+    (``max_tokens``, ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
     ``./.plait/plait.db``) or to the given ``store``. ``telemetry`` is ``Runtime``'s:
     False turns OpenTelemetry spans off, a ``TracerProvider`` receives them.
     """
@@ -70,6 +70,7 @@ class Agent(Generic[OutputT]):
         instructions: str = "",
         output_type: type[OutputT] | None = None,
         tools: Sequence[ToolFunc] = (),
+        agents: Sequence[Agent[Any]] = (),
         flow: Any = None,
         budgets: Mapping[str, Any] | None = None,
         model_settings: Mapping[str, Any] | None = None,
@@ -96,6 +97,7 @@ class Agent(Generic[OutputT]):
         self.before_request = before_request
         self.after_response = after_response
         self._tools: list[tuple[ToolFunc, dict[str, Any]]] = [(fn, {}) for fn in tools]
+        self.agents: tuple[Agent[Any], ...] = tuple(agents)
         self._db = db
         self._store = store
         self._owns_store = store is None
@@ -127,7 +129,7 @@ class Agent(Generic[OutputT]):
         return register(fn) if fn is not None else register
 
     @property
-    def _output_model(self) -> type[BaseModel] | None:
+    def output_model(self) -> type[BaseModel] | None:
         return cast("type[BaseModel] | None", self.output_type)  # checked in __init__
 
     @property
@@ -135,22 +137,14 @@ class Agent(Generic[OutputT]):
         return self.model if isinstance(self.model, str) else self.model.spec
 
     def workflow(self) -> Workflow:
-        """The one-node workflow this agent runs (what a run pins and verify checks)."""
-        wf = Workflow.new(self.name).model(self.model_spec, **self.model_settings)
-        names = []
-        for fn, options in self._tools:
-            wf = wf.tool(fn, **options)
-            names.append(options.get("name") or fn.__name__)
-        model = self._output_model
-        schema = model.model_json_schema() if model is not None else None
-        wf = wf.node(
-            NODE,
-            instruction=self.instructions,
-            tools=names,
-            response_schema=schema,
-            flow=self.flow,
-        )
-        return wf.budget(**self.budgets) if self.budgets else wf
+        """The workflow this agent runs (what a run pins and verify checks): its node,
+        and the agents it may call as tools (``agent/definition.py``)."""
+        return agent_workflow(self)
+
+    @property
+    def tool_functions(self) -> tuple[tuple[ToolFunc, dict[str, Any]], ...]:
+        """The functions registered as tools, with their ``Workflow.tool`` options."""
+        return tuple(self._tools)
 
     # --- running ------------------------------------------------------------------
 
@@ -268,7 +262,7 @@ class Agent(Generic[OutputT]):
 
     def state(self, run_id: str) -> AgentRunState[OutputT]:
         """Run ``run_id`` as its journal stands now."""
-        return read_run_state(self._open_store(), run_id, self._output_model)
+        return read_run_state(self._open_store(), run_id, self.output_model)
 
     def verify(self, run_id: str) -> VerifyReport:
         """Re-drive the run from its journal alone (no model, no tool) and compare checkpoints."""
@@ -334,7 +328,7 @@ class Agent(Generic[OutputT]):
     ) -> None:
         """Check every answer, then journal them all in one commit (``Runtime.respond_all``)."""
         view = RunView(self._open_store(), run_id)
-        state = read_run_state(view, run_id, self._output_model)  # PLAIT-E017 if unknown
+        state = read_run_state(view, run_id, self.output_model)  # PLAIT-E017 if unknown
         manifest = view.manifest
         pinned_workflow(manifest, self.workflow())  # PLAIT-E010 before any answer is written
         responder = by or runtime.principal
@@ -361,7 +355,7 @@ class Agent(Generic[OutputT]):
             before_request=self.before_request,
             after_response=self.after_response,
             on_turn=on_turn,
-            output_type=self._output_model,
+            output_type=self.output_model,
         )
 
     def _open_store(self) -> Store:

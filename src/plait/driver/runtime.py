@@ -199,9 +199,9 @@ class Runtime:
             wake_root(self.store, run_id, self.clock())
         return result
 
-    async def resume_nested(self, run_id: str) -> RunResult:
+    async def resume_nested(self, run_id: str, workflow: Workflow | None = None) -> RunResult:
         """``resume`` of a child run from within its parent's drive, which settles it."""
-        return await self._resume(run_id, None, None, None)
+        return await self._resume(run_id, workflow, None, None)
 
     async def _resume(
         self,
