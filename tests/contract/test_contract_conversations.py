@@ -5,6 +5,7 @@ refused (PLAIT-E031) before anything is written."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from contract.support import T0, Cli
@@ -93,3 +94,30 @@ def test_no_conversations_yet(cli: Cli):
     cli.run("chat.yaml", "lone")
     assert cli("conversations").data == {"conversations": []}
     assert "no conversations" in cli.raw("conversations", "--db", cli.db).stderr
+
+
+DESK = """name: desk
+nodes:
+  - {id: triage, instruction: Route the customer., handoffs: [billing]}
+  - {id: billing, instruction: Handle billing.}
+llm: {model: scripted:desk.json}
+"""
+
+
+def test_a_turn_after_a_handoff_goes_on_from_the_receiving_agents_transcript(cli: Cli):
+    answers = {
+        "triage": [{"tool_calls": [{"name": "transfer_to_billing", "arguments": {}}]}],
+        "billing": [{"text": "It is paid."}],
+    }
+    (cli.folder / "desk.json").write_text(json.dumps(answers))
+    (cli.folder / "desk.yaml").write_text(DESK)
+    cli.run("desk.yaml", "t1", "--conversation", "c1", "--input", '{"q": "paid?"}')
+    two = cli.run("desk.yaml", "t2", "--conversation", "c1", "--input", '{"q": "thanks"}')
+
+    messages = sent(cli, "t2")
+    calls = [m for m in messages if m["role"] == "assistant" and m["tool_calls"]]
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    assert two.exit_code == 0, two
+    assert {"role": "assistant", "text": "It is paid.", "tool_calls": []} in messages
+    assert all(c["id"] in answered for m in calls for c in m["tool_calls"])  # none dangles
+    assert cli("verify", "t2").data["verified"] is True

@@ -22,9 +22,11 @@ from collections.abc import Mapping, Sequence
 from hashlib import sha256
 from typing import Any
 
+from plait.core.agents import AGENT_PREFIX, HANDOFF_PREFIX
 from plait.core.canonical import canonical_text
 from plait.core.conversation import HISTORY_KEY
 from plait.core.errors import PlaitError
+from plait.core.keys import child_run_id
 from plait.core.plan import has_control_character
 from plait.store.base import Store
 from plait.store.records import IntentRecord, Journal, RunInfo
@@ -99,7 +101,7 @@ def with_history(
         done = [r for r in runs if r.status == "completed"]
         if not done:
             return input
-        messages, tokens = transcript(store.load_journal(done[-1].run_id), node)
+        messages, tokens = transcript(store, done[-1].run_id, node)
         history = {"messages": messages, "prompt_tokens": tokens}
         history["runs"] = [r.run_id for r in done]
     if not messages:
@@ -110,9 +112,12 @@ def with_history(
     return {**(input or {}), HISTORY_KEY: history}
 
 
-def transcript(journal: Journal, node: str) -> tuple[list[dict[str, Any]], int]:
-    """The entry loop's transcript as journaled (its last request plus the answer) and
-    that request's prompt tokens; empty when the loop never got an answer."""
+def transcript(store: Store, run_id: str, node: str) -> tuple[list[dict[str, Any]], int]:
+    """The loop of ``node`` in ``run_id`` as journaled (its last request plus the answer)
+    and that request's prompt tokens; empty when the loop never got an answer. A loop
+    that ended by handing the conversation over (a handoff, §3.10) goes on in the
+    receiving agent's child run: that run's transcript, which holds this one, is it."""
+    journal = store.load_journal(run_id)
     last: IntentRecord | None = None
     for intent in journal.intents:
         key = intent.key
@@ -124,18 +129,33 @@ def transcript(journal: Journal, node: str) -> tuple[list[dict[str, Any]], int]:
         return [], 0
     answer = result.outcome["Completed"].get("result")
     answer = answer if isinstance(answer, dict) else {}
+    calls = list(answer.get("tool_calls") or [])
+    handed = _handed_to(journal, node, calls)
+    if handed is not None:
+        return transcript(store, *handed)
     assert isinstance(last.input, dict)
     messages = [dict(m) for m in last.input.get("messages", ())]
-    entry: dict[str, Any] = {
-        "role": "assistant",
-        "text": answer.get("text"),
-        "tool_calls": list(answer.get("tool_calls") or []),
-    }
+    entry: dict[str, Any] = {"role": "assistant", "text": answer.get("text"), "tool_calls": calls}
     if "spec" in answer:
         entry["spec"] = answer["spec"]
     messages.append(entry)
     tokens = (answer.get("usage") or {}).get("input_tokens", 0)
     return messages, tokens if isinstance(tokens, int) else 0
+
+
+def _handed_to(journal: Journal, node: str, calls: list[Any]) -> tuple[str, str] | None:
+    """``(child run id, receiving node)`` when the loop's last answer was a handoff."""
+    if len(calls) != 1 or not isinstance(calls[0], dict):
+        return None
+    name = str(calls[0].get("name") or "")
+    if not name.startswith(HANDOFF_PREFIX):
+        return None
+    target = name[len(HANDOFF_PREFIX) :]
+    for intent in reversed(journal.intents):
+        key = intent.key
+        if intent.executor == AGENT_PREFIX + target and key.node == node and not key.task_path:
+            return child_run_id(journal.run_id, key), target
+    return None
 
 
 def conversations(store: Store, conversation: str | None = None) -> list[dict[str, Any]]:
