@@ -160,7 +160,7 @@ class Agent(Generic[OutputT]):
         """Start a run with ``prompt`` and drive it until it finishes or waits.
 
         ``conversation_id``: the run is that conversation's next turn; its transcript
-        starts with the conversation's last completed run's (docs/conversations.md).
+        starts with the conversation's last completed run's (docs/chat.md).
         ``message_history``: start from these entries instead (a previous result's
         ``message_history``, as pydantic-ai's ``result.all_messages()``).
         """

@@ -1,4 +1,4 @@
-"""``plait conversations``: the conversations of a store (docs/conversations.md)."""
+"""``plait conversations``: the conversations of a store (docs/chat.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conversations (docs/conversations.md): a run that goes on from earlier runs' transcripts.
+"""Conversations (docs/chat.md): a run that goes on from earlier runs' transcripts.
 
 A continuation run's input carries the history under the reserved key ``$history``:
 ``{"messages": [...], "prompt_tokens": N, ...}`` plus what the driver records of where

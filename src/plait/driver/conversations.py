@@ -1,4 +1,4 @@
-"""Conversations: starting a run as the next turn of one, and listing them (docs/conversations.md).
+"""Conversations: starting a run as the next turn of one, and listing them (docs/chat.md).
 
 A conversation is an ordered list of runs (``Store.conversation_runs``: each run joins it
 in the transaction that creates it). A new turn goes on from the *last completed* run's

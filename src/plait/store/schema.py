@@ -200,7 +200,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ){rowid}""",
         "CREATE INDEX schedule_slots_by_run ON schedule_slots (run_id)",
     )),
-    # 7: conversations (docs/conversations.md). A run that is a turn of a conversation gets
+    # 7: conversations (docs/chat.md). A run that is a turn of a conversation gets
     # a row here in the same transaction as its run row; position orders the turns.
     Migration((
         """CREATE TABLE conversation_runs (
