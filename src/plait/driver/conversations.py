@@ -27,27 +27,19 @@ from plait.core.canonical import canonical_text
 from plait.core.conversation import HISTORY_KEY
 from plait.core.errors import PlaitError
 from plait.core.keys import child_run_id
-from plait.core.plan import has_control_character
+from plait.driver.run_ids import name_problem, refuse_name
 from plait.store.base import Store
 from plait.store.records import IntentRecord, Journal, RunInfo
 
-MAX_CONVERSATION_BYTES = 256
 UNFINISHED = ("queued", "running", "parked")
 """Statuses of a conversation's last run that refuse a new turn (it would miss them)."""
 
 
 def check_conversation(conversation: str) -> None:
     """PLAIT-E031 for a conversation id that is blank, too long or holds a control char."""
-    problem = None
-    if not conversation.strip():
-        problem = "must not be blank"
-    elif len(conversation.encode("utf-8")) > MAX_CONVERSATION_BYTES:
-        problem = f"is longer than {MAX_CONVERSATION_BYTES} bytes"
-    elif has_control_character(conversation):
-        problem = "contains a control character"
+    problem = name_problem(conversation)
     if problem is not None:
-        shown = conversation if len(conversation) <= 40 else conversation[:40] + "…"
-        raise PlaitError("E031", f"conversation id {shown!r} {problem}")
+        raise refuse_name("E031", "conversation id", conversation, problem)
 
 
 def entry_loop(pinned: Mapping[str, Any], conversation: str) -> str:
