@@ -65,9 +65,10 @@ def test_a_run_of_another_conversation_sends_none_of_them(provider: FakeProvider
 def test_message_history_from_a_result_is_sent(provider: FakeProvider, tmp_path: Path):
     with agent(provider, tmp_path) as bot:
         first = bot.run_sync("What is plait?", run_id="t1")
-        bot.run_sync("And durable?", message_history=first.message_history, run_id="t2")
+        again = bot.run_sync("And durable?", message_history=first.all_messages(), run_id="t2")
 
     assert any("first answer" in t for t in sent_texts(provider.requests[1]))
+    assert again.all_messages()[: len(first.message_history)] == first.all_messages()
 
 
 def test_a_continuation_verifies_against_the_history_it_started_with(
