@@ -59,6 +59,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/cli_start.py
 	$(BIN)/python bench/verify_speed.py
 	$(BIN)/python bench/console.py
+	$(BIN)/python bench/conversations.py
 
 # docs/console.png, shown in README.md and docs/console.md: the console in Chromium.
 screenshot: $(STAMP)

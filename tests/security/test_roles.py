@@ -36,6 +36,9 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", "/runs/nope/journal", None),
     ("GET", "/runs/nope/drawing", None),
     ("GET", "/workflows/input?path=missing.yaml", None),
+    ("GET", "/conversations", None),
+    ("GET", "/conversations/nope", None),
+    ("POST", "/conversations/nope/turns", {"workflow": "missing.yaml"}),
     ("POST", "/runs", {"workflow": "missing.yaml"}),
     ("POST", "/runs/nope/resume", None),
     ("POST", "/runs/nope/fork", {}),
@@ -59,6 +62,8 @@ def template(path: str) -> str:
     names = {2: "{run_id}", 4: "{ask_id}"}
     if parts[1] == "schedules" and len(parts) > 2 and parts[2] not in ("sync",):
         parts[2] = "{name}"
+    elif parts[1] == "conversations" and len(parts) > 2:
+        parts[2] = "{conversation}"
     elif parts[1] == "runs":
         parts = [names.get(i, p) if p in ("nope", "a1") else p for i, p in enumerate(parts)]
     return "/".join(parts)

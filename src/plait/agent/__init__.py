@@ -6,7 +6,8 @@ journal, ``run_stream`` yields the events of ``plait.agent.stream``, and
 ``Approval`` / ``DeferredError`` answer waiting tool calls in ``Agent.resume``.
 """
 
-from plait.agent.agent import NODE, Agent
+from plait.agent.agent import Agent
+from plait.agent.definition import NODE
 from plait.agent.hitl import Approval, DeferredError
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_reader import read_run_state

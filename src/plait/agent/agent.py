@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from pydantic import BaseModel
 
+from plait.agent.definition import agent_workflow
 from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_reader import read_run_state
@@ -43,9 +44,6 @@ from plait.workflow.pinning import pinned_workflow
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
-NODE = "agent"
-"""The id of the agent's one node (scripted files may key responses by it)."""
-
 ToolFunc = Callable[..., Any]
 
 
@@ -56,9 +54,11 @@ class Agent(Generic[OutputT]):
     relative path is read from the current folder) or a ``Model`` object, which
     is called instead of the adapter its ``spec`` names (that spec is what a run
     pins, and ``Runtime`` checks it is a spec plait knows before a run starts).
-    ``budgets`` take workflow file units (``max_tokens``, ``max_usd``, ...);
-    ``model_settings`` are the workflow's ``llm`` settings (``max_tokens``,
-    ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
+    ``agents``: other agents this one may call as tools, each under its ``name``; a
+    call runs it as a child run on this agent's model, budgets charged to this run
+    (``agent/definition.py``). ``budgets`` take workflow file units (``max_tokens``,
+    ``max_usd``, ...); ``model_settings`` are the workflow's ``llm`` settings
+    (``max_tokens``, ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
     ``./.plait/plait.db``) or to the given ``store``. ``telemetry`` is ``Runtime``'s:
     False turns OpenTelemetry spans off, a ``TracerProvider`` receives them.
     """
@@ -70,6 +70,7 @@ class Agent(Generic[OutputT]):
         instructions: str = "",
         output_type: type[OutputT] | None = None,
         tools: Sequence[ToolFunc] = (),
+        agents: Sequence[Agent[Any]] = (),
         flow: Any = None,
         budgets: Mapping[str, Any] | None = None,
         model_settings: Mapping[str, Any] | None = None,
@@ -96,6 +97,7 @@ class Agent(Generic[OutputT]):
         self.before_request = before_request
         self.after_response = after_response
         self._tools: list[tuple[ToolFunc, dict[str, Any]]] = [(fn, {}) for fn in tools]
+        self.agents: tuple[Agent[Any], ...] = tuple(agents)
         self._db = db
         self._store = store
         self._owns_store = store is None
@@ -127,7 +129,7 @@ class Agent(Generic[OutputT]):
         return register(fn) if fn is not None else register
 
     @property
-    def _output_model(self) -> type[BaseModel] | None:
+    def output_model(self) -> type[BaseModel] | None:
         return cast("type[BaseModel] | None", self.output_type)  # checked in __init__
 
     @property
@@ -135,22 +137,14 @@ class Agent(Generic[OutputT]):
         return self.model if isinstance(self.model, str) else self.model.spec
 
     def workflow(self) -> Workflow:
-        """The one-node workflow this agent runs (what a run pins and verify checks)."""
-        wf = Workflow.new(self.name).model(self.model_spec, **self.model_settings)
-        names = []
-        for fn, options in self._tools:
-            wf = wf.tool(fn, **options)
-            names.append(options.get("name") or fn.__name__)
-        model = self._output_model
-        schema = model.model_json_schema() if model is not None else None
-        wf = wf.node(
-            NODE,
-            instruction=self.instructions,
-            tools=names,
-            response_schema=schema,
-            flow=self.flow,
-        )
-        return wf.budget(**self.budgets) if self.budgets else wf
+        """The workflow this agent runs (what a run pins and verify checks): its node,
+        and the agents it may call as tools (``agent/definition.py``)."""
+        return agent_workflow(self)
+
+    @property
+    def tool_functions(self) -> tuple[tuple[ToolFunc, dict[str, Any]], ...]:
+        """The functions registered as tools, with their ``Workflow.tool`` options."""
+        return tuple(self._tools)
 
     # --- running ------------------------------------------------------------------
 
@@ -161,9 +155,17 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AgentRunState[OutputT]:
-        """Start a run with ``prompt`` and drive it until it finishes or waits."""
-        return await self._start(prompt, run_id, conversation_id, metadata, emit=None)
+        """Start a run with ``prompt`` and drive it until it finishes or waits.
+
+        ``conversation_id``: the run is that conversation's next turn; its transcript
+        starts with the conversation's last completed run's (docs/chat.md).
+        ``message_history``: start from these entries instead (a previous result's
+        ``message_history``, as pydantic-ai's ``result.all_messages()``).
+        """
+        history = (conversation_id, message_history)
+        return await self._start(prompt, run_id, history, metadata, emit=None)
 
     def run_sync(
         self,
@@ -172,9 +174,16 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AgentRunState[OutputT]:
         return asyncio.run(
-            self.run(prompt, run_id=run_id, conversation_id=conversation_id, metadata=metadata)
+            self.run(
+                prompt,
+                run_id=run_id,
+                conversation_id=conversation_id,
+                metadata=metadata,
+                message_history=message_history,
+            )
         )
 
     def run_stream(
@@ -184,6 +193,7 @@ class Agent(Generic[OutputT]):
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> RunStream[OutputT]:
         """Run ``prompt``, streaming its events as they happen, then ``RunFinished``.
 
@@ -196,9 +206,8 @@ class Agent(Generic[OutputT]):
         stopped early. Deltas are observational: the journal keeps each completed
         turn only, and a run that crashed mid-turn sends that turn again on resume.
         """
-        return RunStream(
-            lambda emit: self._start(prompt, run_id, conversation_id, metadata, emit=emit)
-        )
+        history = (conversation_id, message_history)
+        return RunStream(lambda emit: self._start(prompt, run_id, history, metadata, emit=emit))
 
     async def resume(
         self,
@@ -253,7 +262,7 @@ class Agent(Generic[OutputT]):
 
     def state(self, run_id: str) -> AgentRunState[OutputT]:
         """Run ``run_id`` as its journal stands now."""
-        return read_run_state(self._open_store(), run_id, self._output_model)
+        return read_run_state(self._open_store(), run_id, self.output_model)
 
     def verify(self, run_id: str) -> VerifyReport:
         """Re-drive the run from its journal alone (no model, no tool) and compare checkpoints."""
@@ -280,10 +289,11 @@ class Agent(Generic[OutputT]):
         self,
         prompt: str,
         run_id: str | None,
-        conversation_id: str | None,
+        history: tuple[str | None, Sequence[Mapping[str, Any]] | None],
         metadata: Mapping[str, Any] | None,
         emit: Emit | None,
     ) -> AgentRunState[OutputT]:
+        conversation_id, message_history = history
         workflow = self.workflow()
         if isinstance(self.model, str):  # the runtime is handed a model object, not a spec
             check_credentials(self.model)
@@ -299,7 +309,13 @@ class Agent(Generic[OutputT]):
         runtime = self._runtime(observer=observer, model=self._model(run_id, emit))
         if emit is not None:
             runtime.deltas = delta_events(emit)
-        await runtime.start(workflow, {"prompt": prompt}, run_id=run_id)
+        await runtime.start(
+            workflow,
+            {"prompt": prompt},
+            run_id=run_id,
+            conversation=conversation_id,
+            message_history=message_history,
+        )
         return self.state(run_id)
 
     def _answer(
@@ -312,7 +328,7 @@ class Agent(Generic[OutputT]):
     ) -> None:
         """Check every answer, then journal them all in one commit (``Runtime.respond_all``)."""
         view = RunView(self._open_store(), run_id)
-        state = read_run_state(view, run_id, self._output_model)  # PLAIT-E017 if unknown
+        state = read_run_state(view, run_id, self.output_model)  # PLAIT-E017 if unknown
         manifest = view.manifest
         pinned_workflow(manifest, self.workflow())  # PLAIT-E010 before any answer is written
         responder = by or runtime.principal
@@ -339,7 +355,7 @@ class Agent(Generic[OutputT]):
             before_request=self.before_request,
             after_response=self.after_response,
             on_turn=on_turn,
-            output_type=self._output_model,
+            output_type=self.output_model,
         )
 
     def _open_store(self) -> Store:

@@ -178,6 +178,10 @@ class AgentRunState(Generic[OutputT]):
         """An empty state for a run about to start."""
         return cls(run_id, conversation_id or run_id)
 
+    def all_messages(self) -> list[dict[str, Any]]:
+        """The transcript as a list (pydantic-ai's name): what ``message_history=`` takes."""
+        return [dict(m) for m in self.message_history]
+
     def has_pending_hitl(self) -> bool:
         """True when the run waits for an approval or for a deferred tool's result."""
         return bool(self.pending_approval_tool_returns or self.deferred_tool_returns)

@@ -143,6 +143,14 @@ def run(
         typer.Option("--run-id", metavar="ID", help="The run's id (default: a new one)."),
     ] = None,
     principal: AsOption = None,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            metavar="C",
+            help="Run as the next turn of conversation C (goes on from its transcript).",
+        ),
+    ] = None,
     detach: Annotated[bool, typer.Option("--detach", help="Enqueue for a worker.")] = False,
     stream: Annotated[
         bool, typer.Option("--stream", help="Print the model's answers as they come.")
@@ -164,13 +172,15 @@ def run(
             value = {"input": None}
         if detach:  # a worker drives it (plait worker); exit 3: not finished
             with runtime(db, principal, durability=wf.durability) as rt:
-                queued = asyncio.run(rt.enqueue(wf, value, run_id=run_id))
+                queued = asyncio.run(
+                    rt.enqueue(wf, value, run_id=run_id, conversation=conversation)
+                )
             report(out, queued)
         new_id = run_id or new_run_id()  # known before it starts: Ctrl-C names it
         result = drive(
             out,
             new_id,
-            lambda rt: rt.start(wf, value, run_id=new_id),
+            lambda rt: rt.start(wf, value, run_id=new_id, conversation=conversation),
             db,
             principal,
             wf.durability,

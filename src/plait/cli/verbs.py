@@ -57,6 +57,8 @@ VERBS = (
          "Start a new run from a checkpoint of RUN_ID (the base run is never touched)."),
     Verb("runs", "plait.cli.inspect", "runs",
          "List runs, newest first (a page of them with --limit and the filters)."),
+    Verb("conversations", "plait.cli.conversations", "conversations",
+         "List conversations, latest update first: their runs, turns and last status."),
     Verb("show", "plait.cli.inspect", "show",
          "Show where a run stands: status, outcome, spent, pending asks, context, and for a\n"
          "governed node in flight its active steps, allowed tools and why the others are"

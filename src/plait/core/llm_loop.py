@@ -28,6 +28,7 @@ from typing import Any
 from plait.core import agents, asks, governed, retry
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
+from plait.core.conversation import take_history
 from plait.core.env import CALL_PREFIX as CALL_PREFIX
 from plait.core.env import LLM_EXECUTOR as LLM_EXECUTOR
 from plait.core.env import BudgetAxis
@@ -63,15 +64,23 @@ def _open_flow(s: StepContext, node: int, attempt: int, path: str, context: dict
     spec = s.env.executors[node].spec
     instruction = spec.get("instruction", "")
     handed = context.get(agents.HANDOFF_KEY)
+    history = None
     if isinstance(handed, dict):  # a handoff's receiving agent goes on with the transcript
         node_id = s.env.plan.nodes[node].id
         messages: list[dict[str, Any]] = [
             Entry(m) for m in agents.handed_messages(handed, instruction, node_id)
         ]
     else:
+        history = None if path else take_history(context)
+        messages = []
+        if history is not None:  # a conversation's next run (core/conversation.py)
+            messages, _, context = history
+            s.state.context = context
         first = {"role": "user", "content": {"instruction": instruction, "context": context}}
-        messages = [Entry(first)]
+        messages.append(Entry(first))
     flow = AbstractFlow(node=node, attempt=attempt, task_path=path, messages=messages)
+    if history is not None and history[1] and fold_range(messages) is not None:
+        flow.last_prompt_tokens = history[1]  # a history too long folds before its first turn
     governed.begin(s, flow, context)
     s.state.abstract_flows[flow_key(node, path)] = flow
 

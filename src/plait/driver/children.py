@@ -27,6 +27,7 @@ from plait.driver.run_result import RunResult, contract_outcome
 from plait.store.records import RecordWrite
 
 if TYPE_CHECKING:
+    from plait.workflow import Workflow
     from plait.workflow.run_definition import RunDefinition
 
 
@@ -37,8 +38,9 @@ class Runs(Protocol):
         self, definition: RunDefinition, input: Any, *, run_id: str | None, parent: str | None
     ) -> RunResult: ...
 
-    async def resume_nested(self, run_id: str) -> RunResult:
-        """Drive a child on from within its parent's drive (its root is not woken)."""
+    async def resume_nested(self, run_id: str, workflow: Workflow | None = None) -> RunResult:
+        """Drive a child on from within its parent's drive (its root is not woken);
+        ``workflow``: the child's, for a parent defined in Python (no file to read)."""
         ...
 
 
@@ -56,7 +58,10 @@ def child_runner(host: Host, runs: Runs, run_id: str, definition: RunDefinition)
     async def run_child(key: JournalKey, path: str, value: Any) -> EffectOutcome | None:
         child_id = child_run_id(run_id, key)
         if host.exists(child_id):
-            result = await runs.resume_nested(child_id)
+            # A parent built in Python (an Agent calling agents) has no file its child's
+            # definition could be read from again: the child is its own, rebuilt.
+            own = host.definitions.child(definition, path) if definition.source is None else None
+            result = await runs.resume_nested(child_id, own.workflow if own else None)
         else:
             if value is None:  # settling a child never started (the parent died first)
                 value = _intent_input(host, key)  # or a fork's, from its base's journal

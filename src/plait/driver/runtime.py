@@ -12,7 +12,7 @@ the store and never imports the driver, the executors or the workflow loader.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plait.driver.clock import Clock, clock_from_env
@@ -105,42 +105,78 @@ class Runtime:
         *,
         run_id: str | None = None,
         parent: str | None = None,
+        conversation: str | None = None,
+        message_history: Sequence[Mapping[str, Any]] | None = None,
     ) -> RunResult:
-        """Start a new run and drive it until it finishes or parks."""
+        """Start a new run and drive it until it finishes or parks.
+
+        ``conversation``: the run is that conversation's next turn and goes on from its
+        last completed run's transcript; ``message_history``: goes on from these
+        transcript entries instead (``driver/conversations.py``).
+        """
+        from plait.driver.conversations import with_history
         from plait.driver.starting import check_new_run
         from plait.workflow.run_definition import definition_of
 
         if parent is None:
             check_new_run(run_id, input)  # a child's id is PARENT~…, made by its parent
+        definition = definition_of(workflow)
+        input = with_history(
+            self.store,
+            definition.pinned,
+            input,
+            conversation=conversation,
+            message_history=message_history,
+        )
         return await self.start_definition(
-            definition_of(workflow), input, run_id=run_id, parent=parent
+            definition, input, run_id=run_id, parent=parent, conversation=conversation
         )
 
     async def start_definition(
-        self, definition: RunDefinition, input: Any, *, run_id: str | None, parent: str | None
+        self,
+        definition: RunDefinition,
+        input: Any,
+        *,
+        run_id: str | None,
+        parent: str | None,
+        conversation: str | None = None,
     ) -> RunResult:
         """``start`` for a definition already built (a subgraph's child run)."""
         from plait.core.events import ClockReading, Event, Start
         from plait.driver.driving import Drive, NewRun, drive_run
         from plait.driver.starting import create_run
 
-        made = await create_run(self.host, definition, input, run_id, parent, "running")
+        made = await create_run(
+            self.host, definition, input, run_id, parent, "running", conversation=conversation
+        )
         events: list[Event] = [ClockReading(made.now_ms), Start(input)]
         drive = Drive(made.run_id, made.definition, events, made.manifest, NewRun(), mcp=made.mcp)
         return await drive_run(self.host, self, drive)
 
     async def enqueue(
-        self, workflow: Workflow, input: Any = None, *, run_id: str | None = None
+        self,
+        workflow: Workflow,
+        input: Any = None,
+        *,
+        run_id: str | None = None,
+        conversation: str | None = None,
     ) -> RunResult:
         """Create a ``queued`` run for a worker to drive (``plait run --detach``); drive
         nothing. A worker claims it and drives it from ``Start(input)``, as ``resume``
-        does a run without a checkpoint."""
+        does a run without a checkpoint. ``conversation`` as for ``start``."""
+        from plait.driver.conversations import with_history
         from plait.driver.run_view import RunView
         from plait.driver.starting import check_new_run, create_run
         from plait.workflow.run_definition import definition_of
 
         check_new_run(run_id, input)
-        made = await create_run(self.host, definition_of(workflow), input, run_id, None, "queued")
+        definition = definition_of(workflow)
+        input = with_history(
+            self.store, definition.pinned, input, conversation=conversation, message_history=None
+        )
+        made = await create_run(
+            self.host, definition, input, run_id, None, "queued", conversation=conversation
+        )
         self.store.notify_runnable(made.run_id)
         return RunView(self.store, made.run_id).show()
 
@@ -170,9 +206,9 @@ class Runtime:
             wake_root(self.store, run_id, self.clock())
         return result
 
-    async def resume_nested(self, run_id: str) -> RunResult:
+    async def resume_nested(self, run_id: str, workflow: Workflow | None = None) -> RunResult:
         """``resume`` of a child run from within its parent's drive, which settles it."""
-        return await self._resume(run_id, None, None, None)
+        return await self._resume(run_id, workflow, None, None)
 
     async def _resume(
         self,

@@ -54,19 +54,20 @@ async def create_run(
     write: Callable[[RunInfo, dict[str, Any]], None] | None = None,
     now: int | None = None,
     extra: dict[str, Any] | None = None,
+    conversation: str | None = None,
 ) -> Created:
     """Pin and write a new run with ``status`` (``running`` to drive it here, ``queued``
     for a worker). Nothing is written when a check refuses it. ``write`` stores the run
     instead of ``Store.create_run`` (a schedule's slot, in the same transaction), ``now``
     is its start time instead of the clock's (the slot's); ``extra`` joins the manifest
-    (``schedule``)."""
+    (``schedule``); ``conversation``: the run is that conversation's next turn."""
     check_model(definition, host.model, driven=status == "running")
     # What its MCP servers offer, pinned (§4); a run driven here keeps them running.
     from plait.tools.mcp import pool_for
 
     pool = pool_for(definition.workflow) if status == "running" else None
     try:
-        args = (input, run_id, parent, status, write, now, extra, pool)
+        args = (input, run_id, parent, status, write, now, extra, pool, conversation)
         made = await _create(host, definition, *args)
     except BaseException:
         if pool is not None:
@@ -86,6 +87,7 @@ async def _create(
     now: int | None,
     extra: dict[str, Any] | None,
     pool: McpPool | None,
+    conversation: str | None,
 ) -> Created:
     definition, catalogue = await host.definitions.with_catalogue(definition, pool)
     run_id = run_id or new_run_id()
@@ -106,5 +108,8 @@ async def _create(
     if sources:  # (show warns when one changed since)
         manifest["tool_sources"] = sources
     info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
-    (write or host.store.create_run)(info, manifest)
+    if write is not None:
+        write(info, manifest)
+    else:
+        host.store.create_run(info, manifest, conversation)
     return Created(run_id, definition, now, manifest, pool)

@@ -25,6 +25,7 @@ from plait.driver.worker import DEFAULT_POLL_MS
 from plait.server import (
     commands,
     console,
+    conversations,
     drawing,
     driving,
     errors,
@@ -125,7 +126,17 @@ def create_app(
         confinement,
     )
     errors.install(app)
-    api = (reading, journal_pages, drawing, workflow_inputs, commands, driving, events, schedules)
+    api = (
+        reading,
+        journal_pages,
+        drawing,
+        workflow_inputs,
+        commands,
+        driving,
+        events,
+        schedules,
+        conversations,
+    )
     for module in api:  # each through ApiRoute
         app.include_router(module.router)
     app.include_router(console.router)

@@ -35,6 +35,9 @@ class Start(Acting):
     input: Any = None
     model: str | None = None
     run_id: str | None = None
+    conversation: str | None = Field(
+        default=None, description="Start the run as the next turn of this conversation."
+    )
     detach: bool = Field(default=False, description="Kept for old clients: every start is queued.")
 
 
@@ -63,7 +66,8 @@ def start(
     path = settings.confinement.workflow(body.workflow)
     wf = load_workflow(path, settings.confinement.model(body.model))
     with settings.runtime(principal, durability=wf.durability) as rt:
-        queued = asyncio.run(rt.enqueue(wf, body.input, run_id=body.run_id))
+        enqueued = rt.enqueue(wf, body.input, run_id=body.run_id, conversation=body.conversation)
+        queued = asyncio.run(enqueued)
         settings.drivers.wake()
         if wait is None or body.detach:
             return queued.to_json()

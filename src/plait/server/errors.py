@@ -57,6 +57,7 @@ STATUS: dict[str, int] = {
     "E015": CONFLICT,
     "E024": CONFLICT,
     "E030": CONFLICT,
+    "E031": CONFLICT,
     # an answer that does not match the ask's schema
     "E028": UNPROCESSABLE,
     # the store cannot be reached, read or written

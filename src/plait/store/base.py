@@ -38,8 +38,14 @@ if TYPE_CHECKING:  # run_pages reads rows through sql, which imports this module
 class Store(Protocol):
     """Runs, their manifests, their journal and their leases; every write is one transaction."""
 
-    def create_run(self, info: RunInfo, manifest: JSON) -> None:
-        """Add a run with its original manifest; PLAIT-E016 if the run id exists."""
+    def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
+        """Add a run with its original manifest; PLAIT-E016 if the run id exists. With
+        ``conversation``, the run is that conversation's next turn (same transaction)."""
+        ...
+
+    def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
+        """``(conversation, run)`` of every turn of ``conversation`` (of every one when
+        None), by conversation then turn order; runs deleted by ``gc`` are left out."""
         ...
 
     def get_run(self, run_id: str) -> RunInfo:

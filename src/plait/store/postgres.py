@@ -167,7 +167,7 @@ class PostgresStore:
 
     # --- runs and manifests ---
 
-    def create_run(self, info: RunInfo, manifest: JSON) -> None:
+    def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
         nodes: dict[str, bytes] = {}
         payload = self._nodes.encoder(nodes)(manifest)
         what = f"creating run '{info.run_id}'"
@@ -176,8 +176,14 @@ class PostgresStore:
                 raise PlaitError("E016", f"run id '{info.run_id}' already exists")
             conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
             self._insert_nodes(conn, info.run_id, nodes)
+            if conversation is not None:
+                sql.join_conversation(conn, POSTGRES, conversation, info.run_id)
             pipe.sync()
         self._nodes.remember(nodes)
+
+    def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
+        with self._connection("listing conversations") as conn:
+            return sql.conversation_runs(conn, POSTGRES, conversation)
 
     def get_run(self, run_id: str) -> RunInfo:
         with self._connection(f"reading run '{run_id}'") as conn:
@@ -365,7 +371,8 @@ class PostgresStore:
             tree = conn.execute(claims.PG_GC_TREE, {"roots": roots, "now": now_ms}).fetchall()
             doomed = sql.gc_selection(tree)
             if doomed:
-                for table in ("journal", "manifests", "leases", "schedule_slots", "runs"):
+                tables = ("journal", "manifests", "leases", "schedule_slots", "runs")
+                for table in (*tables, "conversation_runs"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
         return doomed
 

@@ -215,6 +215,16 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration((
         "CREATE INDEX runs_by_workflow ON runs (workflow, created_ms{order})",
     )),
+    # 9: conversations (docs/chat.md). A run that is a turn of a conversation gets
+    # a row here in the same transaction as its run row; position orders the turns.
+    Migration((
+        """CREATE TABLE conversation_runs (
+            conversation TEXT NOT NULL,
+            position {int} NOT NULL,
+            run_id TEXT NOT NULL UNIQUE,
+            PRIMARY KEY (conversation, position)
+        )""",
+    )),
 )  # fmt: skip
 
 

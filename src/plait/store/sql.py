@@ -138,6 +138,36 @@ def list_runs(conn: Connection, d: Dialect, status: str | None) -> list[RunInfo]
     return [run_from_row(row) for row in rows]
 
 
+def join_conversation(conn: Connection, d: Dialect, conversation: str, run_id: str) -> None:
+    """Make ``run_id`` the next turn of ``conversation`` (in the run's creating transaction)."""
+    conn.execute(
+        d.q(
+            "INSERT INTO conversation_runs (conversation, position, run_id)"
+            " SELECT ?, COALESCE(MAX(position), 0) + 1, ? FROM conversation_runs"
+            " WHERE conversation = ?"
+        ),
+        (conversation, run_id, conversation),
+    )
+
+
+def conversation_runs(
+    conn: Connection, d: Dialect, conversation: str | None
+) -> list[tuple[str, RunInfo]]:
+    """``Store.conversation_runs``: turns joined with their run rows, in order."""
+    columns = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
+    query = (
+        f"SELECT c.conversation, {columns} FROM conversation_runs c"
+        " JOIN runs r ON r.run_id = c.run_id"
+    )
+    order = " ORDER BY c.conversation, c.position"
+    if conversation is None:
+        rows = conn.execute(query + order).fetchall()
+    else:
+        where = d.q(" WHERE c.conversation = ?")
+        rows = conn.execute(query + where + order, (conversation,)).fetchall()
+    return [(row[0], run_from_row(row[1:])) for row in rows]
+
+
 def run_exists(conn: Connection, d: Dialect, run_id: str) -> bool:
     return (
         conn.execute(d.q("SELECT 1 FROM runs WHERE run_id = ?"), (run_id,)).fetchone() is not None

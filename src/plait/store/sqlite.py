@@ -75,6 +75,9 @@ _RUN_AND_LEASE = (
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
 
 
+_TURNS = "conversation_runs"
+
+
 class SqliteStore:
     """The ``Store`` protocol over one SQLite file."""
 
@@ -134,13 +137,19 @@ class SqliteStore:
 
     # --- runs and manifests ---
 
-    def create_run(self, info: RunInfo, manifest: JSON) -> None:
+    def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
         with self._lock:
             nodes: dict[str, bytes] = {}
             payload = self._nodes.encoder(nodes)(manifest)
             with self._write() as conn:
                 self._insert_run(conn, info, payload, nodes)
+                if conversation is not None:
+                    sql.join_conversation(conn, SQLITE, conversation, info.run_id)
             self._nodes.remember(nodes)
+
+    def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
+        with self._lock, self._read() as conn:
+            return sql.conversation_runs(conn, SQLITE, conversation)
 
     def _insert_run(
         self, conn: sqlite3.Connection, info: RunInfo, payload: str, nodes: dict[str, bytes]
@@ -274,7 +283,7 @@ class SqliteStore:
                 claims.SQLITE_GC_TREE, {"roots": json.dumps(roots), "now": now_ms}
             ).fetchall()
             doomed = sql.gc_selection(tree)
-            for table in ("journal", "manifests", "leases", "schedule_slots", "runs"):
+            for table in ("journal", "manifests", "leases", "schedule_slots", "runs", _TURNS):
                 conn.executemany(
                     f"DELETE FROM {table} WHERE run_id = ?", [(run_id,) for run_id in doomed]
                 )
