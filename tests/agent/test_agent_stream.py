@@ -102,7 +102,7 @@ def test_stream_yields_turn_and_tool_events_in_order(scripted, db):
         "RunFinished",
     ]
     started, asked, widget, gadget, widget_done, gadget_done, again, answered, done = events
-    assert isinstance(started, TurnStarted) and (started.turn, started.messages) == (0, 1)
+    assert isinstance(started, TurnStarted) and (started.turn, started.messages) == (0, 2)
     assert isinstance(asked, TurnFinished) and [c.tool_name for c in asked.tool_calls] == [
         "unit_price",
         "unit_price",

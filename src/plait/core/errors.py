@@ -37,6 +37,7 @@ CATALOGUE: dict[str, str] = {
     "E028": "invalid answer",
     "E029": "unauthenticated (HTTP API: missing or wrong bearer token)",
     "E030": "migration refused",
+    "E032": "content part refused (unknown media type, not base64, or too large)",
 }
 
 

@@ -13,12 +13,12 @@ Rules of this file:
   ``effect_seq`` order (``governed.settled``), never in completion order.
 
 Theory of operation. Dispatch creates the flow with the instruction and the
-context as its first entry and a ``NextTurn`` need. Serving a turn first folds
-the transcript if it has outgrown ``llm_context_tokens`` (or the provider said
-so), then checks the effect bound and the token/usd reservation, then emits an
-``llm`` effect. An answer with tool calls becomes a ``Tools`` need, served as
-one ``tool`` effect per call; when the round settles the results are appended
-and the loop turns again. An answer without tool calls is the node's result.
+context as its first entries (``opening.py``, per engine epoch) and a ``NextTurn``
+need. Serving a turn first folds the transcript if it has outgrown
+``llm_context_tokens`` (or the provider said so), then checks the effect bound and the
+token/usd reservation, then emits an ``llm`` effect. An answer with tool calls becomes
+a ``Tools`` need, served as one ``tool`` effect per call; when the round settles the
+results are appended and the loop turns again. An answer without tool calls is the node's result.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task
 from plait.core.node_states import Move, move
+from plait.core.opening import opening_entries
 from plait.core.outcomes import Completed, EffectOutcome, Failed, retryable
 from plait.core.pending import TaskState
 from plait.core.state import OpenPhase
@@ -67,12 +68,11 @@ def _open_flow(s: StepContext, node: int, attempt: int, path: str, context: dict
     handed = context.get(agents.HANDOFF_KEY)
     if isinstance(handed, dict):  # a handoff's receiving agent goes on with the transcript
         node_id = s.env.plan.nodes[node].id
-        messages: list[dict[str, Any]] = [
-            Entry(m) for m in agents.handed_messages(handed, instruction, node_id)
-        ]
+        handed_over = agents.handed_messages(handed, instruction, node_id, s.env.engine_epoch)
+        messages: list[dict[str, Any]] = [Entry(m) for m in handed_over]
     else:
-        first = {"role": "user", "content": {"instruction": instruction, "context": context}}
-        messages = [Entry(first)]
+        opening = opening_entries(instruction, context, s.env.engine_epoch)
+        messages = [Entry(m) for m in opening]
     flow = AbstractFlow(node=node, attempt=attempt, task_path=path, messages=messages)
     governed.begin(s, flow, context)
     s.state.abstract_flows[flow_key(node, path)] = flow

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.driver.admission import check_input, check_model
 from plait.driver.defaults import ENGINE_EPOCH
+from plait.driver.parts_check import check_parts
 from plait.driver.host import Host
 from plait.driver.inprocess import new_run_id
 from plait.driver.run_ids import check_run_id
@@ -87,6 +88,7 @@ async def _create(
     extra: dict[str, Any] | None,
     pool: McpPool | None,
 ) -> Created:
+    check_parts(input)  # before anything is written: a refused part loses nothing
     definition, catalogue = await host.definitions.with_catalogue(definition, pool)
     run_id = run_id or new_run_id()
     now = host.clock() if now is None else now

@@ -38,7 +38,9 @@ from plait.models.base import (
     ToolSpec,
     excerpt,
     provider_failure,
+    system_text,
 )
+from plait.models.parts import is_parts, openai_part
 
 ERROR_PREFIX = "Error: "
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -137,14 +139,23 @@ def chat_request(request: ModelRequest, model: str, *, compatible: bool = False)
 
 
 def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The journal-shaped transcript as chat messages, system text first."""
+    """The journal-shaped transcript as chat messages, ONE system message first.
+
+    The system message holds the transcript's ``system`` entries (the node's instruction,
+    engine epoch 2 on) and then the request's ``instructions`` (governance guidance).
+    It is sent as ``system`` to every model: OpenAI's reasoning models take a system
+    message as their developer message, and compatible servers know only ``system``.
+    """
     messages: list[dict[str, Any]] = []
-    if request.instructions:
-        messages.append({"role": "system", "content": request.instructions})
+    system = system_text(request)
+    if system:
+        messages.append({"role": "system", "content": system})
     for entry in request.messages:
         role = entry["role"]
+        if role == "system":
+            continue
         if role == "user":
-            messages.append({"role": "user", "content": as_text(entry["content"])})
+            messages.append({"role": "user", "content": user_content(entry["content"])})
         elif role == "assistant":
             calls = entry.get("tool_calls") or ()
             message: dict[str, Any] = {"role": "assistant", "content": entry.get("text")}
@@ -332,6 +343,13 @@ def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
     if isinstance(exc, json.JSONDecodeError):  # a body that claims to be JSON and is not
         return ModelError("ExecutorError", f"the provider's answer is not JSON ({detail})")
     return ModelError("Unknown", detail)
+
+
+def user_content(content: Any) -> str | list[dict[str, Any]]:
+    """A user entry's content: content parts as chat parts, anything else as text."""
+    if is_parts(content):
+        return [openai_part(part) for part in content]
+    return as_text(content)
 
 
 def as_text(content: Any) -> str:
