@@ -22,7 +22,9 @@ if TYPE_CHECKING:
         Agent,
         AgentRunState,
         Approval,
+        BinaryContent,
         DeferredError,
+        ImageUrl,
         RunStatus,
         RunUsage,
         ToolCallPart,
@@ -30,8 +32,8 @@ if TYPE_CHECKING:
     )
 
 _AGENT_NAMES = frozenset(
-    {"Agent", "AgentRunState", "Approval", "DeferredError", "RunStatus", "RunUsage",
-     "ToolCallPart", "ToolReturnPart"}
+    {"Agent", "AgentRunState", "Approval", "BinaryContent", "DeferredError", "ImageUrl",
+     "RunStatus", "RunUsage", "ToolCallPart", "ToolReturnPart"}
 )  # fmt: skip
 
 
@@ -50,8 +52,10 @@ __all__ = [
     "Agent",
     "AgentRunState",
     "Approval",
+    "BinaryContent",
     "CallInfo",
     "DeferredError",
+    "ImageUrl",
     "PlaitError",
     "RunResult",
     "RunStatus",

@@ -7,6 +7,7 @@ journal, ``run_stream`` yields the events of ``plait.agent.stream``, and
 """
 
 from plait.agent.agent import NODE, Agent
+from plait.agent.content import BinaryContent, ImageUrl, UserContent
 from plait.agent.hitl import Approval, DeferredError
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_reader import read_run_state
@@ -36,8 +37,10 @@ __all__ = [
     "AgentRunState",
     "Approval",
     "BeforeRequest",
+    "BinaryContent",
     "DeferredError",
     "HookedModel",
+    "ImageUrl",
     "ModelDelta",
     "RunFinished",
     "RunStatus",
@@ -49,5 +52,6 @@ __all__ = [
     "ToolReturnPart",
     "TurnFinished",
     "TurnStarted",
+    "UserContent",
     "read_run_state",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from pydantic import BaseModel
 
+from plait.agent.content import UserContent, agent_input
 from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
 from plait.agent.run_reader import read_run_state
@@ -156,18 +157,21 @@ class Agent(Generic[OutputT]):
 
     async def run(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         *,
         run_id: str | None = None,
         conversation_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> AgentRunState[OutputT]:
-        """Start a run with ``prompt`` and drive it until it finishes or waits."""
+        """Start a run with ``prompt`` and drive it until it finishes or waits.
+
+        ``prompt`` is text, or a list of text, ``BinaryContent`` (images, PDFs) and
+        ``ImageUrl`` pieces sent as one user message of content parts."""
         return await self._start(prompt, run_id, conversation_id, metadata, emit=None)
 
     def run_sync(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         *,
         run_id: str | None = None,
         conversation_id: str | None = None,
@@ -179,7 +183,7 @@ class Agent(Generic[OutputT]):
 
     def run_stream(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         *,
         run_id: str | None = None,
         conversation_id: str | None = None,
@@ -278,7 +282,7 @@ class Agent(Generic[OutputT]):
 
     async def _start(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         run_id: str | None,
         conversation_id: str | None,
         metadata: Mapping[str, Any] | None,
@@ -299,7 +303,7 @@ class Agent(Generic[OutputT]):
         runtime = self._runtime(observer=observer, model=self._model(run_id, emit))
         if emit is not None:
             runtime.deltas = delta_events(emit)
-        await runtime.start(workflow, {"prompt": prompt}, run_id=run_id)
+        await runtime.start(workflow, agent_input(prompt), run_id=run_id)
         return self.state(run_id)
 
     def _answer(

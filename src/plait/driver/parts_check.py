@@ -57,8 +57,9 @@ def part_problem(part: Any, limit: int) -> str | None:
             f" (accepted: {', '.join(accepted)})"
         )
     data = part["data"]
-    if len(data) * 3 // 4 > limit + 2:  # too large whatever its padding: not decoded
-        return _too_large(len(data) * 3 // 4, limit)
+    size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))  # base64's own length
+    if size > limit:  # refused without decoding megabytes
+        return _too_large(size, limit)
     try:
         size = len(b64decode(data, validate=True))
     except (binascii.Error, ValueError):

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from plait.driver.admission import check_input, check_model
 from plait.driver.defaults import ENGINE_EPOCH
-from plait.driver.parts_check import check_parts
 from plait.driver.host import Host
 from plait.driver.inprocess import new_run_id
+from plait.driver.parts_check import check_parts
 from plait.driver.run_ids import check_run_id
 from plait.store.records import RunInfo
 
