@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -41,6 +42,7 @@ from plait.models.base import (
     system_text,
 )
 from plait.models.parts import is_parts, openai_part
+from plait.models.strict_schema import strict_schema, without_added_nulls
 
 ERROR_PREFIX = "Error: "
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -77,7 +79,7 @@ class OpenAIModel:
         try:
             params = chat_request(request, self.model, compatible=self.compatible)
             completion = await self._sdk().chat.completions.create(**params)
-            return parse_completion(completion, self.model, request.call_id)
+            return strict_answer(parse_completion(completion, self.model, request.call_id), request)
         except Exception as exc:
             raise model_error(exc, self.endpoint()) from exc
 
@@ -91,7 +93,8 @@ class OpenAIModel:
             stream = await self._sdk().chat.completions.create(**params)
             async for chunk in stream:
                 chunks.add(chunk)
-            return parse_completion(chunks.completion(self.model), self.model, request.call_id)
+            completion = chunks.completion(self.model)
+            return strict_answer(parse_completion(completion, self.model, request.call_id), request)
         except Exception as exc:
             raise model_error(exc, self.endpoint()) from exc
 
@@ -358,12 +361,28 @@ def as_text(content: Any) -> str:
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": spec.name, "parameters": dict(spec.input_schema)}
+    schema = strict_schema(spec.input_schema) if spec.strict else dict(spec.input_schema)
+    function: dict[str, Any] = {"name": spec.name, "parameters": schema}
     if spec.description:
         function["description"] = spec.description
     if spec.strict:
         function["strict"] = True
     return {"type": "function", "function": function}
+
+
+def strict_answer(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """The answer with the ``null``s a strict tool's call sent for left-out optional
+    properties dropped (``without_added_nulls``); other answers as they came."""
+    strict = {t.name: t.input_schema for t in request.tools if t.strict}
+    if not strict or not any(c["name"] in strict for c in response.tool_calls):
+        return response
+    calls = tuple(
+        {**c, "arguments": without_added_nulls(c["arguments"], strict[c["name"]])}
+        if c["name"] in strict
+        else c
+        for c in response.tool_calls
+    )
+    return replace(response, tool_calls=calls)
 
 
 def _arguments_text(call: Mapping[str, Any]) -> str:
