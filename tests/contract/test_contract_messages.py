@@ -35,7 +35,9 @@ def provider() -> Iterator[FakeProvider]:
 def workflow(cli: Cli, api: str, provider: FakeProvider) -> str:
     spec = provider.openai_spec if api == "openai" else "anthropic:fake"
     llm = {"model": spec, "max_retries": 0}
-    text = f"name: ask\nnodes: [{{id: agent, instruction: {INSTRUCTION}}}]\nllm: {json.dumps(llm)}\n"
+    text = (
+        f"name: ask\nnodes: [{{id: agent, instruction: {INSTRUCTION}}}]\nllm: {json.dumps(llm)}\n"
+    )
     (cli.folder / "ask.yaml").write_text(text)
     return "ask.yaml"
 
@@ -134,7 +136,7 @@ def rows_holding(cli: Cli, needle: str) -> dict[str, int]:
         found = {}
         for table in tables:
             count = 0
-            for row in db.execute(f'SELECT * FROM "{table}"'):  # noqa: S608 (names from the db)
+            for row in db.execute(f'SELECT * FROM "{table}"'):
                 cells = [c.decode() if isinstance(c, bytes) else str(c) for c in row]
                 count += any(needle in c for c in cells)
             if count:
