@@ -32,8 +32,9 @@ from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task
 from plait.core.node_states import Move, move
-from plait.core.opening import opening_entries
+from plait.core.opening import SYSTEM_ENTRIES_EPOCH, opening_entries
 from plait.core.outcomes import Completed, EffectOutcome, Failed, retryable
+from plait.core.parts import result_parts
 from plait.core.pending import TaskState
 from plait.core.state import OpenPhase
 from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
@@ -626,7 +627,9 @@ def _on_tool(
         call = flow.pending_tools[done_seq]
         settled = flow.round_results[done_seq]
         governed.settled(s, flow, call, settled)
-        content = bound_tool_content(settled["content"], limit)
+        content = settled["content"]
+        if s.env.engine_epoch < SYSTEM_ENTRIES_EPOCH or not result_parts(content):
+            content = bound_tool_content(content, limit)  # images are never cut as text
         flow.messages.append(_tool_entry(call, content, settled["is_error"]))
         if log_results:
             flow.tool_log.append(

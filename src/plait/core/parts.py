@@ -54,3 +54,14 @@ def is_part(value: Any) -> bool:
 def is_parts(content: Any) -> bool:
     """Whether a user entry's content is a list of content parts (else text or JSON)."""
     return isinstance(content, list) and bool(content) and all(is_part(p) for p in content)
+
+
+def result_parts(content: Any) -> list[dict[str, Any]] | None:
+    """The content parts of a tool result ``{"content": [part, ...]}`` holding an image
+    (an MCP tool's, tools/mcp.py), else None: such a result reaches the model as parts."""
+    if not isinstance(content, dict) or set(content) != {"content"}:
+        return None
+    parts = content["content"]
+    if not isinstance(parts, list) or not is_parts(parts):
+        return None
+    return parts if any(p["type"] != "text" for p in parts) else None

@@ -29,6 +29,7 @@ import anthropic
 from anthropic import AsyncAnthropic
 
 from plait.core.canonical import dumps
+from plait.core.parts import result_parts
 from plait.models.base import (
     RAW_ARGUMENTS,
     AdapterSettings,
@@ -252,10 +253,17 @@ def _blocks(entry: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         return "assistant", blocks or [{"type": "text", "text": "(no answer)"}]
     if role == "tool":
         content = entry["content"]
+        parts = result_parts(content)
         block = {
             "type": "tool_result",
             "tool_use_id": entry["tool_call_id"],
-            "content": content if isinstance(content, str) else dumps(content),
+            "content": (
+                [anthropic_part(p) for p in parts]  # images go to the model as images
+                if parts is not None
+                else content
+                if isinstance(content, str)
+                else dumps(content)
+            ),
         }
         if entry.get("is_error"):
             block["is_error"] = True

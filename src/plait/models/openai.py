@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,6 +27,7 @@ import openai
 from openai import AsyncOpenAI
 
 from plait.core.canonical import CanonicalJSONError, dumps, loads
+from plait.core.parts import result_parts
 from plait.models.base import (
     RAW_ARGUMENTS,
     AdapterSettings,
@@ -41,8 +41,8 @@ from plait.models.base import (
     provider_failure,
     system_text,
 )
-from plait.models.parts import is_parts, openai_part
-from plait.models.strict_schema import strict_schema, without_added_nulls
+from plait.models.parts import images_message, is_parts, openai_part, tool_text
+from plait.models.strict_schema import strict_answer, strict_schema
 
 ERROR_PREFIX = "Error: "
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -153,8 +153,12 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
     system = system_text(request)
     if system:
         messages.append({"role": "system", "content": system})
+    shown: list[dict[str, Any]] = []  # images of tool results: after the round's results
     for entry in request.messages:
         role = entry["role"]
+        if shown and role != "tool":
+            messages.extend(shown)
+            shown = []
         if role == "system":
             continue
         if role == "user":
@@ -175,7 +179,12 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 message["content"] = ""
             messages.append(message)
         elif role == "tool":
-            content = as_text(entry["content"])
+            parts = result_parts(entry["content"])
+            if parts is not None:  # a tool message holds text only: images follow as a user's
+                content = tool_text(parts)
+                shown.append(images_message(entry["tool_call_id"], parts))
+            else:
+                content = as_text(entry["content"])
             if entry.get("is_error"):
                 content = ERROR_PREFIX + content
             messages.append(
@@ -183,6 +192,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
             )
         else:
             raise ValueError(f"transcript entry with unknown role {role!r}")
+    messages.extend(shown)
     return messages
 
 
@@ -368,21 +378,6 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
     if spec.strict:
         function["strict"] = True
     return {"type": "function", "function": function}
-
-
-def strict_answer(response: ModelResponse, request: ModelRequest) -> ModelResponse:
-    """The answer with the ``null``s a strict tool's call sent for left-out optional
-    properties dropped (``without_added_nulls``); other answers as they came."""
-    strict = {t.name: t.input_schema for t in request.tools if t.strict}
-    if not strict or not any(c["name"] in strict for c in response.tool_calls):
-        return response
-    calls = tuple(
-        {**c, "arguments": without_added_nulls(c["arguments"], strict[c["name"]])}
-        if c["name"] in strict
-        else c
-        for c in response.tool_calls
-    )
-    return replace(response, tool_calls=calls)
 
 
 def _arguments_text(call: Mapping[str, Any]) -> str:

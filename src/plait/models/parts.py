@@ -13,7 +13,7 @@ from typing import Any
 
 from plait.core.parts import is_parts
 
-__all__ = ["anthropic_part", "is_parts", "openai_part"]
+__all__ = ["anthropic_part", "images_message", "is_parts", "openai_part", "tool_text"]
 
 
 def _data_url(part: Mapping[str, Any]) -> str:
@@ -46,3 +46,16 @@ def anthropic_part(part: Mapping[str, Any]) -> dict[str, Any]:
     if part.get("name"):
         block["title"] = part["name"]
     return block
+
+
+def tool_text(parts: list[dict[str, Any]]) -> str:
+    """A tool result's text parts, and where its images went."""
+    texts = [p["text"] for p in parts if p["type"] == "text"]
+    return "\n".join([*texts, "(the images this tool returned follow in the next message)"])
+
+
+def images_message(call_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user message that shows the model the images of a tool result."""
+    shown = [openai_part(p) for p in parts if p["type"] != "text"]
+    intro = {"type": "text", "text": f"The images returned by tool call {call_id}:"}
+    return {"role": "user", "content": [intro, *shown]}

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
+
+from plait.models.base import ModelRequest, ModelResponse
 
 NULL = {"type": "null"}
 
@@ -128,3 +131,18 @@ def _drop(value: Any, node: Mapping[str, Any], root: dict[str, Any]) -> Any:
         else:
             kept[key] = _drop(item, prop, root)
     return kept
+
+
+def strict_answer(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """The answer with the ``null``s a strict tool's call sent for left-out optional
+    properties dropped (``without_added_nulls``); other answers as they came."""
+    strict = {t.name: t.input_schema for t in request.tools if t.strict}
+    if not strict or not any(c["name"] in strict for c in response.tool_calls):
+        return response
+    calls = tuple(
+        {**c, "arguments": without_added_nulls(c["arguments"], strict[c["name"]])}
+        if c["name"] in strict
+        else c
+        for c in response.tool_calls
+    )
+    return replace(response, tool_calls=calls)
