@@ -80,11 +80,9 @@ def test_every_run_state_field_is_read_back_from_the_journal(scripted, db):
 
     assert result.run_id == "run-fields"
     assert result.conversation_id == "run-fields"
-    first, asked, returned, answered = result.message_history
-    assert first == {
-        "role": "user",
-        "content": {"instruction": "Find the order total.", "context": {"prompt": "Total of A-1?"}},
-    }
+    system, first, asked, returned, answered = result.message_history
+    assert system == {"role": "system", "content": "Find the order total."}
+    assert first == {"role": "user", "content": "Total of A-1?"}
     call_id = asked["tool_calls"][0]["id"]
     assert asked == {
         "role": "assistant",
@@ -260,7 +258,7 @@ def test_before_request_sees_the_request_but_cannot_change_the_run(scripted, db)
 
     result = agent.run_sync("Total?")
 
-    assert seen == [1, 3]
+    assert seen == [2, 4]
     assert result.message_history[0]["content"] != "tampered"
     llm_inputs = [e["input"] for e in agent.trace(result.run_id) if e["kind"] == "llm"]
     assert all(i["messages"][0]["content"] != "tampered" for i in llm_inputs)
@@ -287,7 +285,7 @@ def test_a_model_object_is_the_model_called_and_its_spec_is_pinned(scripted, db)
 
     result = agent.run_sync("hi")
 
-    assert [r.messages[0]["content"]["context"] for r in model.requests] == [{"prompt": "hi"}]
+    assert [r.messages[1] for r in model.requests] == [{"role": "user", "content": "hi"}]
     assert result.output == "The total is 42."
     assert result.metadata["model"] == spec
     assert Agent(spec, instructions="Answer.", db=db).verify(result.run_id).verified

@@ -102,7 +102,7 @@ def test_stream_yields_turn_and_tool_events_in_order(scripted, db):
         "RunFinished",
     ]
     started, asked, widget, gadget, widget_done, gadget_done, again, answered, done = events
-    assert isinstance(started, TurnStarted) and (started.turn, started.messages) == (0, 1)
+    assert isinstance(started, TurnStarted) and (started.turn, started.messages) == (0, 2)
     assert isinstance(asked, TurnFinished) and [c.tool_name for c in asked.tool_calls] == [
         "unit_price",
         "unit_price",
@@ -114,7 +114,7 @@ def test_stream_yields_turn_and_tool_events_in_order(scripted, db):
     assert widget_done.result.tool_call_id == widget.call.tool_call_id
     assert widget_done.result.content == {"item": "widget", "cents": 1250}
     assert gadget_done.result.content == {"item": "gadget", "cents": 4999}
-    assert isinstance(again, TurnStarted) and (again.turn, again.messages) == (1, 4)
+    assert isinstance(again, TurnStarted) and (again.turn, again.messages) == (1, 5)
     assert isinstance(answered, TurnFinished) and answered.text == '{"total": 6249}'
     assert (answered.input_tokens, answered.output_tokens) == (90, 6)
     assert isinstance(done, RunFinished) and done.state.status is RunStatus.COMPLETED

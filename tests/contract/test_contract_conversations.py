@@ -36,7 +36,7 @@ def test_the_second_run_of_a_conversation_starts_with_the_first_runs_transcript(
     first, second = sent(cli, "t1"), sent(cli, "t2")
     assert second[: len(first)] == first
     assert second[len(first)] == {"role": "assistant", "text": "Noted.", "tool_calls": []}
-    assert second[-1]["content"]["context"] == {"question": "second?"}
+    assert second[-1] == {"role": "user", "content": "second?"}
     assert "$history" not in two.data["context"]
     assert cli("verify", "t2").data["verified"] is True
 

@@ -195,14 +195,15 @@ def test_verify_refusals(cli: Cli):
     assert (nothing.exit_code, nothing.code) == (2, "PLAIT-E019")
 
 
-def test_a_run_of_an_unknown_engine_epoch_is_neither_resumed_nor_verified(cli: Cli):
+@pytest.mark.parametrize("epoch", [0, 3, 999])
+def test_a_run_of_an_unknown_engine_epoch_is_neither_resumed_nor_verified(cli: Cli, epoch: int):
     cli.run("approval.yaml", "r1")
     db = sqlite3.connect(cli.db_file)
     (payload,) = db.execute("SELECT payload FROM manifests WHERE run_id = 'r1'").fetchone()
-    assert '"engine_epoch":1' in payload, payload
+    assert '"engine_epoch":2' in payload, payload  # new runs are written by epoch 2
     db.execute(
         "UPDATE manifests SET payload = ? WHERE run_id = 'r1'",
-        (payload.replace('"engine_epoch":1', '"engine_epoch":999'),),
+        (payload.replace('"engine_epoch":2', f'"engine_epoch":{epoch}'),),
     )
     db.commit()
     db.close()
@@ -214,7 +215,7 @@ def test_a_run_of_an_unknown_engine_epoch_is_neither_resumed_nor_verified(cli: C
     assert verified.exit_code == 1
     assert verified.data["verified"] is False
     assert verified.data["error"].startswith("PLAIT-E026")
-    assert "999" in verified.data["error"]
+    assert f"engine epoch {epoch};" in verified.data["error"]
 
 
 def test_a_fork_of_a_parked_run_answered_and_resumed_verifies(cli: Cli):

@@ -118,7 +118,7 @@ CHANGES = {
         'llm: {model: "scripted:models/turns.json", tool_result_chars: 5}',
         1,
         "agent",  # the second turn sees the lookup's result cut short
-        ("llm intent of node 'agent' (attempt 1, effect 2)", "input.messages[2].content"),
+        ("llm intent of node 'agent' (attempt 1, effect 2)", "input.messages[3].content"),
     ),
     "llm-end-results-into-the-context": Change(
         LLM,

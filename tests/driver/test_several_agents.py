@@ -138,9 +138,9 @@ def test_a_handoff_passes_the_transcript_and_the_receiver_answers(tmp_path: Path
     with Runtime(case.db) as rt:
         first = rt.trace(child)[0]
     roles = [m["role"] for m in first["input"]["messages"]]
-    # triage's instruction, its transfer call, the transfer's result, billing's instruction
-    assert roles == ["user", "assistant", "tool", "user"]
-    assert first["input"]["messages"][0]["content"]["instruction"].startswith("Route")
+    # billing's instruction (the system text), the input, triage's transfer call, its result
+    assert roles == ["system", "user", "assistant", "tool"]
+    assert first["input"]["messages"][0]["content"] == "Handle billing questions."
     case.outcome()
 
 

@@ -295,7 +295,7 @@ def test_verify_fails_when_a_journaled_refusal_is_worded_differently(tmp_path, m
     assert not report.verified
     assert report.error == (
         "PLAIT-E009 superstep 1: the llm intent of node 'agent' (attempt 1, effect 1)"
-        " differs from the replay in input.messages[2].content"
+        " differs from the replay in input.messages[3].content"
     )
     assert report.up_to == "superstep 1"
 

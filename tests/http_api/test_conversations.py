@@ -42,9 +42,12 @@ def test_a_turn_over_http_goes_on_from_the_previous_one(api: Api):
 
     messages = first_request(api, "t2")
     assert second["status"] == "completed"
-    assert messages[0]["content"]["context"] == {"q": "first?"}
-    assert messages[1] == {"role": "assistant", "text": "Noted.", "tool_calls": []}
-    assert messages[2]["content"]["context"] == {"q": "second?"}
+    assert messages == [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "first?"},
+        {"role": "assistant", "text": "Noted.", "tool_calls": []},
+        {"role": "user", "content": "second?"},
+    ]
 
 
 def test_post_runs_with_a_conversation_and_the_listing_matches_the_cli(api: Api):

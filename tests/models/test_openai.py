@@ -161,7 +161,8 @@ def test_the_request_carries_tools_schemas_and_the_converted_transcript(router, 
             "function": {
                 "name": "lookup_order",
                 "description": "Find an order by its number.",
-                "parameters": dict(LOOKUP.input_schema),
+                # strict: every property required, nothing else allowed
+                "parameters": {**LOOKUP.input_schema, "additionalProperties": False},
                 "strict": True,
             },
         },

@@ -7,6 +7,7 @@ journal, ``run_stream`` yields the events of ``plait.agent.stream``, and
 """
 
 from plait.agent.agent import Agent
+from plait.agent.content import BinaryContent, ImageUrl, UserContent
 from plait.agent.definition import NODE
 from plait.agent.hitl import Approval, DeferredError
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
@@ -37,8 +38,10 @@ __all__ = [
     "AgentRunState",
     "Approval",
     "BeforeRequest",
+    "BinaryContent",
     "DeferredError",
     "HookedModel",
+    "ImageUrl",
     "ModelDelta",
     "RunFinished",
     "RunStatus",
@@ -50,5 +53,6 @@ __all__ = [
     "ToolReturnPart",
     "TurnFinished",
     "TurnStarted",
+    "UserContent",
     "read_run_state",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from pydantic import BaseModel
 
+from plait.agent.content import UserContent, agent_input
 from plait.agent.definition import agent_workflow
 from plait.agent.hitl import Approval, plan_answers
 from plait.agent.model_hooks import AfterResponse, BeforeRequest, HookedModel
@@ -150,7 +151,7 @@ class Agent(Generic[OutputT]):
 
     async def run(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         *,
         run_id: str | None = None,
         conversation_id: str | None = None,
@@ -163,13 +164,15 @@ class Agent(Generic[OutputT]):
         starts with the conversation's last completed run's (docs/chat.md).
         ``message_history``: start from these entries instead (a previous result's
         ``message_history``, as pydantic-ai's ``result.all_messages()``).
+        ``prompt`` is text, or a list of text, ``BinaryContent`` (images, PDFs) and
+        ``ImageUrl`` pieces sent as one user message of content parts.
         """
         history = (conversation_id, message_history)
         return await self._start(prompt, run_id, history, metadata, emit=None)
 
     def run_sync(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         *,
         run_id: str | None = None,
         conversation_id: str | None = None,
@@ -188,7 +191,7 @@ class Agent(Generic[OutputT]):
 
     def run_stream(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         *,
         run_id: str | None = None,
         conversation_id: str | None = None,
@@ -287,7 +290,7 @@ class Agent(Generic[OutputT]):
 
     async def _start(
         self,
-        prompt: str,
+        prompt: str | Sequence[UserContent],
         run_id: str | None,
         history: tuple[str | None, Sequence[Mapping[str, Any]] | None],
         metadata: Mapping[str, Any] | None,
@@ -311,7 +314,7 @@ class Agent(Generic[OutputT]):
             runtime.deltas = delta_events(emit)
         await runtime.start(
             workflow,
-            {"prompt": prompt},
+            agent_input(prompt),
             run_id=run_id,
             conversation=conversation_id,
             message_history=message_history,

@@ -17,6 +17,7 @@ from typing import Any
 
 from plait.core.keys import JournalKey, call_id, child_run_id
 from plait.core.machine import StepContext, emit_effect
+from plait.core.opening import handed_entries
 from plait.core.pending import PendingAsk
 from plait.core.state import OpenPhase
 
@@ -90,21 +91,18 @@ def dispatch_call(
     emit_effect(s, phase, key, AGENT_PREFIX + target, value)
 
 
-def handed_messages(value: dict[str, Any], instruction: str, node_id: str) -> list[dict[str, Any]]:
+def handed_messages(
+    value: dict[str, Any], instruction: str, node_id: str, epoch: int
+) -> list[dict[str, Any]]:
     """A receiving agent's first entries: the handed transcript, the transfer call's
-    result, and the receiving node's instruction."""
-    messages = [dict(m) for m in value.get("messages", ())]
-    note = f"Transferred from '{value.get('from')}' to '{node_id}'."
-    messages.append(
-        {
-            "role": "tool",
-            "tool_call_id": value.get("tool_call_id"),
-            "content": note,
-            "is_error": False,
-        }
-    )
-    messages.append({"role": "user", "content": {"instruction": instruction}})
-    return messages
+    result, and the receiving node's instruction (as its engine epoch places it)."""
+    note = {
+        "role": "tool",
+        "tool_call_id": value.get("tool_call_id"),
+        "content": f"Transferred from '{value.get('from')}' to '{node_id}'.",
+        "is_error": False,
+    }
+    return handed_entries(value.get("messages", ()), instruction, note, epoch)
 
 
 def agent_tool_specs(manifest: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:

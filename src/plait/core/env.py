@@ -119,6 +119,9 @@ class StepEnv:
     retry_policies: Mapping[int, RetryPolicy] = field(default_factory=dict)
     """Node index -> its ``retry:`` policy ; a node without
     one retries by its ``retries`` shorthand, at once."""
+    engine_epoch: int = 1
+    """The engine epoch the run was written by (§5.5): where the journaled behaviour of
+    two epochs differs, the core asks this (the driver passes the run's pinned epoch)."""
 
     def reducer(self) -> Reducer:
         """The reducer to use: the injected one, else the plan's declared table."""

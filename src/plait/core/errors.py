@@ -38,6 +38,7 @@ CATALOGUE: dict[str, str] = {
     "E029": "unauthenticated (HTTP API: missing or wrong bearer token)",
     "E030": "migration refused",
     "E031": "conversation refused",
+    "E032": "content part refused (unknown media type, not base64, or too large)",
     "E033": "forbidden (HTTP API: the token's role or principal may not do this)",
     "E034": "outside the served workflows folder (HTTP API: a path the server may not open)",
     "E035": "model override refused (HTTP API: not admitted by --allow-model)",

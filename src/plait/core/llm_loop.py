@@ -13,12 +13,12 @@ Rules of this file:
   ``effect_seq`` order (``governed.settled``), never in completion order.
 
 Theory of operation. Dispatch creates the flow with the instruction and the
-context as its first entry and a ``NextTurn`` need. Serving a turn first folds
-the transcript if it has outgrown ``llm_context_tokens`` (or the provider said
-so), then checks the effect bound and the token/usd reservation, then emits an
-``llm`` effect. An answer with tool calls becomes a ``Tools`` need, served as
-one ``tool`` effect per call; when the round settles the results are appended
-and the loop turns again. An answer without tool calls is the node's result.
+context as its first entries (``opening.py``, per engine epoch) and a ``NextTurn``
+need. Serving a turn first folds the transcript if it has outgrown
+``llm_context_tokens`` (or the provider said so), then checks the effect bound and the
+token/usd reservation, then emits an ``llm`` effect. An answer with tool calls becomes
+a ``Tools`` need, served as one ``tool`` effect per call; when the round settles the
+results are appended and the loop turns again. An answer without tool calls is the node's result.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey
 from plait.core.machine import StepContext, emit_effect, fail_node, fail_task, finish_task
 from plait.core.node_states import Move, move
+from plait.core.opening import SYSTEM_ENTRIES_EPOCH, continued_entries, opening_entries
 from plait.core.outcomes import Completed, EffectOutcome, Failed, retryable
+from plait.core.parts import result_parts
 from plait.core.pending import TaskState
 from plait.core.state import OpenPhase
 from plait.core.transcript import Entry, bound_tool_content, fold_range, summary_entry
@@ -67,17 +69,17 @@ def _open_flow(s: StepContext, node: int, attempt: int, path: str, context: dict
     history = None
     if isinstance(handed, dict):  # a handoff's receiving agent goes on with the transcript
         node_id = s.env.plan.nodes[node].id
-        messages: list[dict[str, Any]] = [
-            Entry(m) for m in agents.handed_messages(handed, instruction, node_id)
-        ]
+        handed_over = agents.handed_messages(handed, instruction, node_id, s.env.engine_epoch)
+        messages: list[dict[str, Any]] = [Entry(m) for m in handed_over]
     else:
         history = None if path else take_history(context)
-        messages = []
         if history is not None:  # a conversation's next run (core/conversation.py)
-            messages, _, context = history
+            earlier, _, context = history
             s.state.context = context
-        first = {"role": "user", "content": {"instruction": instruction, "context": context}}
-        messages.append(Entry(first))
+            opening = continued_entries(earlier, instruction, context, s.env.engine_epoch)
+        else:
+            opening = opening_entries(instruction, context, s.env.engine_epoch)
+        messages = [Entry(m) for m in opening]
     flow = AbstractFlow(node=node, attempt=attempt, task_path=path, messages=messages)
     if history is not None and history[1] and fold_range(messages) is not None:
         flow.last_prompt_tokens = history[1]  # a history too long folds before its first turn
@@ -633,7 +635,9 @@ def _on_tool(
         call = flow.pending_tools[done_seq]
         settled = flow.round_results[done_seq]
         governed.settled(s, flow, call, settled)
-        content = bound_tool_content(settled["content"], limit)
+        content = settled["content"]
+        if s.env.engine_epoch < SYSTEM_ENTRIES_EPOCH or not result_parts(content):
+            content = bound_tool_content(content, limit)  # images are never cut as text
         flow.messages.append(_tool_entry(call, content, settled["is_error"]))
         if log_results:
             flow.tool_log.append(

@@ -63,18 +63,22 @@ def bound_tool_content(value: JSON, limit: int | None) -> JSON:
 def fold_range(messages: list[dict[str, Any]]) -> tuple[int, int] | None:
     """``[start, end)`` of the entries a summary may replace, or None if nothing can fold.
 
-    Keeps the first entry (the instruction and context), never separates an
-    assistant entry from the tool results that follow it, and leaves the most
-    recent exchange (from the last assistant entry on) unfolded.
+    Keeps the opening (any ``system`` entries and the first entry after them: the
+    instruction and the input), never separates an assistant entry from the tool
+    results that follow it, and leaves the most recent exchange (from the last
+    assistant entry on) unfolded.
     """
+    start = 1
+    while start < len(messages) and messages[start - 1].get("role") == "system":
+        start += 1
     last_assistant = None
     for index in range(len(messages) - 1, 0, -1):
         if messages[index].get("role") == "assistant":
             last_assistant = index
             break
-    if last_assistant is None or last_assistant <= 1:
+    if last_assistant is None or last_assistant <= start:
         return None
-    return (1, last_assistant)
+    return (start, last_assistant)
 
 
 def summary_entry(text: str, folded: int, fold_number: int) -> Entry:

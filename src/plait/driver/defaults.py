@@ -13,8 +13,13 @@ from typing import Any
 from plait.core.errors import PlaitError
 from plait.driver.env_numbers import whole_number
 
-ENGINE_EPOCH = 1
-"""The generation of the engine whose journals this plait replays (§5.5)."""
+ENGINE_EPOCH = 2
+"""The engine epoch new runs are written by; a run's manifest pins its own (§5.5)."""
+SUPPORTED_EPOCHS = frozenset({1, 2})
+"""Every epoch this plait replays: each run verifies and resumes under the epoch it was
+written by (1: the instruction and input in one JSON user message; 2: the instruction as
+a system message, the input as a user message). A new epoch is added here and where the
+core asks ``StepEnv.engine_epoch`` (docs/versions.md)."""
 DEFAULT_DB = "sqlite:///.plait/plait.db"
 DEFAULT_LEASE_TTL_MS = 30_000
 DEFAULT_RETRY_SLEEP_MAX_MS = 5_000
@@ -52,11 +57,14 @@ def max_checkpoint_bytes() -> int:
     return whole_number(MAX_CHECKPOINT_ENV, 1) or DEFAULT_MAX_CHECKPOINT_BYTES
 
 
-def check_epoch(run_id: str, manifest: dict[str, Any]) -> None:
-    """PLAIT-E026 unless this plait replays the engine epoch the run was written by."""
-    if manifest.get("engine_epoch") != ENGINE_EPOCH:
+def check_epoch(run_id: str, manifest: dict[str, Any]) -> int:
+    """The engine epoch ``run_id`` was written by; PLAIT-E026 unless this plait replays it."""
+    epoch = manifest.get("engine_epoch")
+    if type(epoch) is not int or epoch not in SUPPORTED_EPOCHS:
+        supported = ", ".join(str(e) for e in sorted(SUPPORTED_EPOCHS))
         raise PlaitError(
             "E026",
-            f"run '{run_id}' was written by engine epoch {manifest.get('engine_epoch')};"
-            f" this plait replays epoch {ENGINE_EPOCH}",
+            f"run '{run_id}' was written by engine epoch {epoch};"
+            f" this plait replays epochs {supported}",
         )
+    return epoch

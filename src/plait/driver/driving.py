@@ -105,7 +105,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
     tools: Dispatcher | None = None
     trace = run_trace(host.telemetry, run_id, definition.name, resumed=resumed)
     try:
-        check_epoch(run_id, manifest)
+        epoch = check_epoch(run_id, manifest)
         if resumed:
             check_pinned_model(run_id, manifest, host.model)
         ttl = lease_ttl()
@@ -117,7 +117,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
                 set_wake(store, run_id, None, replace=True)  # this drive settles what is due
         if resumed and existing is None:
             existing = store.load_journal(run_id)  # read under the lease
-        env = make_env(definition, budgets_of(manifest, existing))
+        env = make_env(definition, budgets_of(manifest, existing), epoch=epoch)
         if isinstance(origin, FromCheckpoint):
             state = origin.state
             if state.run_id != run_id:

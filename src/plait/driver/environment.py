@@ -15,6 +15,7 @@ import jsonschema
 from plait.core.canonical import JSON, dumps, loads
 from plait.core.env import DEFAULT_LLM_MAX_TOKENS, DEFAULT_MAX_EFFECTS_PER_ATTEMPT, Budgets, StepEnv
 from plait.core.retry import RetryPolicy
+from plait.driver.defaults import ENGINE_EPOCH
 from plait.governance import flow_from_dict
 from plait.models.base import unparsed_arguments
 
@@ -67,21 +68,26 @@ def _arguments_validator(
     return validate
 
 
-def make_env(definition: RunDefinition, budgets: Budgets | None = None) -> StepEnv:
+def make_env(
+    definition: RunDefinition, budgets: Budgets | None = None, *, epoch: int = ENGINE_EPOCH
+) -> StepEnv:
     """The core's environment for ``definition``: the same one its pinned manifest gives."""
-    return env_from_manifest(definition.pinned, definition.tool_schemas, budgets)
+    return env_from_manifest(definition.pinned, definition.tool_schemas, budgets, epoch=epoch)
 
 
 def env_from_manifest(
     manifest: Mapping[str, Any],
     schemas: Mapping[str, Mapping[str, Any]] | None = None,
     budgets: Budgets | None = None,
+    *,
+    epoch: int = ENGINE_EPOCH,
 ) -> StepEnv:
     """The environment a run's pinned definition gives (``Workflow.to_manifest()`` shape).
 
     This is what verify uses: no workflow file, no tool module, no model is needed.
     ``schemas``: the tools' input schemas pinned at start (declared ones are in the
-    manifest's tool entries already).
+    manifest's tool entries already); ``epoch``: the engine epoch the run was written by
+    (a new run's is ``ENGINE_EPOCH``).
     """
     from plait.workflow import manifest_executors, manifest_plan
 
@@ -132,4 +138,5 @@ def env_from_manifest(
             for i, node in enumerate(manifest["nodes"])
             if node.get("retry") is not None
         },
+        engine_epoch=epoch,
     )

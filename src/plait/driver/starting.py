@@ -15,6 +15,7 @@ from plait.driver.admission import check_input, check_model
 from plait.driver.defaults import ENGINE_EPOCH
 from plait.driver.host import Host
 from plait.driver.inprocess import new_run_id
+from plait.driver.parts_check import check_parts
 from plait.driver.run_ids import check_run_id
 from plait.store.records import RunInfo
 
@@ -89,6 +90,7 @@ async def _create(
     pool: McpPool | None,
     conversation: str | None,
 ) -> Created:
+    check_parts(input)  # before anything is written: a refused part loses nothing
     definition, catalogue = await host.definitions.with_catalogue(definition, pool)
     run_id = run_id or new_run_id()
     now = host.clock() if now is None else now

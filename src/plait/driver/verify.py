@@ -343,11 +343,13 @@ def _pinned_env(
 ) -> StepEnv:
     """The environment ``manifest`` pins, with the ceilings ``raised`` so far."""
     budgets = Budgets.from_json({**budgets_of(manifest, None).to_json(), **raised})
+    epoch = check_epoch(run_id, manifest)  # each run replays with the epoch it pinned
     if workflow is None and "tool_schemas" in manifest:
-        return env_from_manifest(manifest["workflow"], manifest["tool_schemas"], budgets)
+        schemas = manifest["tool_schemas"]
+        return env_from_manifest(manifest["workflow"], schemas, budgets, epoch=epoch)
     if workflow is None and manifest.get("source") is None:
         raise PlaitError("E010", f"run '{run_id}' was started from Python; pass its workflow")
-    return make_env(host.definitions.pinned(manifest, workflow), budgets)
+    return make_env(host.definitions.pinned(manifest, workflow), budgets, epoch=epoch)
 
 
 def _diverged(
@@ -370,11 +372,11 @@ def verify_with(host: Host, run_id: str, definition: RunDefinition) -> VerifyRep
     new version first decides otherwise, or that it replays the run identically."""
     manifests = [dict(m) for m in host.store.manifests(run_id)]
     manifest = manifests[0]
-    check_epoch(run_id, manifest)
+    epoch = check_epoch(run_id, manifest)
     budgets = Budgets.from_json(
         {**definition.pinned.get("budgets", {}), **(manifest.get("budgets_override") or {})}
     )
-    env = env_from_manifest(definition.pinned, definition.tool_schemas, budgets)
+    env = env_from_manifest(definition.pinned, definition.tool_schemas, budgets, epoch=epoch)
     # The new version stands for the one the run started on; a migration's own stays.
     return verify_run(
         host.store,

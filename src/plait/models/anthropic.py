@@ -29,6 +29,7 @@ import anthropic
 from anthropic import AsyncAnthropic
 
 from plait.core.canonical import dumps
+from plait.core.parts import result_parts
 from plait.models.base import (
     RAW_ARGUMENTS,
     AdapterSettings,
@@ -40,7 +41,9 @@ from plait.models.base import (
     ToolSpec,
     excerpt,
     provider_failure,
+    system_text,
 )
+from plait.models.parts import anthropic_part, is_parts
 
 SCHEMA_INSTRUCTION = (
     "When you give your final answer, reply with only a JSON object that matches this "
@@ -122,7 +125,7 @@ def messages_request(request: ModelRequest, model: str) -> dict[str, Any]:
         "max_tokens": request.max_tokens,
         "messages": anthropic_messages(request.messages),
     }
-    system = [request.instructions] if request.instructions else []
+    system = [system_text(request)] if system_text(request) else []
     if request.response_schema is not None:
         system.append(SCHEMA_INSTRUCTION + dumps(request.response_schema))
     if system:
@@ -140,6 +143,8 @@ def anthropic_messages(entries: tuple[Mapping[str, Any], ...]) -> list[dict[str,
     """Journal-shaped entries as alternating user/assistant messages of content blocks."""
     messages: list[dict[str, Any]] = []
     for entry in entries:
+        if entry["role"] == "system":
+            continue  # the request's system text (``system_text``)
         role, blocks = _blocks(entry)
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"].extend(blocks)
@@ -234,7 +239,10 @@ def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
 def _blocks(entry: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     role = entry["role"]
     if role == "user":
-        return "user", [_text_block(entry["content"]) or {"type": "text", "text": "(empty)"}]
+        content = entry["content"]
+        if is_parts(content):
+            return "user", [anthropic_part(p) for p in content]
+        return "user", [_text_block(content) or {"type": "text", "text": "(empty)"}]
     if role == "assistant":
         text = _text_block(entry.get("text"))
         blocks = [text] if text else []
@@ -245,10 +253,17 @@ def _blocks(entry: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         return "assistant", blocks or [{"type": "text", "text": "(no answer)"}]
     if role == "tool":
         content = entry["content"]
+        parts = result_parts(content)
         block = {
             "type": "tool_result",
             "tool_use_id": entry["tool_call_id"],
-            "content": content if isinstance(content, str) else dumps(content),
+            "content": (
+                [anthropic_part(p) for p in parts]  # images go to the model as images
+                if parts is not None
+                else content
+                if isinstance(content, str)
+                else dumps(content)
+            ),
         }
         if entry.get("is_error"):
             block["is_error"] = True

@@ -98,6 +98,16 @@ class ModelRequest:
     ordinal_in_node: int
 
 
+def system_text(request: ModelRequest) -> str:
+    """The system text of a turn: the transcript's ``system`` entries (the node's
+    instruction, engine epoch 2 on), then ``instructions`` (governance guidance), each
+    separated by a blank line; empty when there is none."""
+    texts = [str(m["content"]) for m in request.messages if m.get("role") == "system"]
+    if request.instructions:
+        texts.append(request.instructions)
+    return "\n\n".join(t for t in texts if t)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelResponse:
     """What a model answered: text and/or tool calls, with the provider's token counts.

@@ -27,6 +27,7 @@ import openai
 from openai import AsyncOpenAI
 
 from plait.core.canonical import CanonicalJSONError, dumps, loads
+from plait.core.parts import result_parts
 from plait.models.base import (
     RAW_ARGUMENTS,
     AdapterSettings,
@@ -38,7 +39,10 @@ from plait.models.base import (
     ToolSpec,
     excerpt,
     provider_failure,
+    system_text,
 )
+from plait.models.parts import images_message, is_parts, openai_part, tool_text
+from plait.models.strict_schema import strict_answer, strict_schema
 
 ERROR_PREFIX = "Error: "
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -75,7 +79,7 @@ class OpenAIModel:
         try:
             params = chat_request(request, self.model, compatible=self.compatible)
             completion = await self._sdk().chat.completions.create(**params)
-            return parse_completion(completion, self.model, request.call_id)
+            return strict_answer(parse_completion(completion, self.model, request.call_id), request)
         except Exception as exc:
             raise model_error(exc, self.endpoint()) from exc
 
@@ -89,7 +93,8 @@ class OpenAIModel:
             stream = await self._sdk().chat.completions.create(**params)
             async for chunk in stream:
                 chunks.add(chunk)
-            return parse_completion(chunks.completion(self.model), self.model, request.call_id)
+            completion = chunks.completion(self.model)
+            return strict_answer(parse_completion(completion, self.model, request.call_id), request)
         except Exception as exc:
             raise model_error(exc, self.endpoint()) from exc
 
@@ -137,14 +142,27 @@ def chat_request(request: ModelRequest, model: str, *, compatible: bool = False)
 
 
 def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The journal-shaped transcript as chat messages, system text first."""
+    """The journal-shaped transcript as chat messages, ONE system message first.
+
+    The system message holds the transcript's ``system`` entries (the node's instruction,
+    engine epoch 2 on) and then the request's ``instructions`` (governance guidance).
+    It is sent as ``system`` to every model: OpenAI's reasoning models take a system
+    message as their developer message, and compatible servers know only ``system``.
+    """
     messages: list[dict[str, Any]] = []
-    if request.instructions:
-        messages.append({"role": "system", "content": request.instructions})
+    system = system_text(request)
+    if system:
+        messages.append({"role": "system", "content": system})
+    shown: list[dict[str, Any]] = []  # images of tool results: after the round's results
     for entry in request.messages:
         role = entry["role"]
+        if shown and role != "tool":
+            messages.extend(shown)
+            shown = []
+        if role == "system":
+            continue
         if role == "user":
-            messages.append({"role": "user", "content": as_text(entry["content"])})
+            messages.append({"role": "user", "content": user_content(entry["content"])})
         elif role == "assistant":
             calls = entry.get("tool_calls") or ()
             message: dict[str, Any] = {"role": "assistant", "content": entry.get("text")}
@@ -161,7 +179,12 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 message["content"] = ""
             messages.append(message)
         elif role == "tool":
-            content = as_text(entry["content"])
+            parts = result_parts(entry["content"])
+            if parts is not None:  # a tool message holds text only: images follow as a user's
+                content = tool_text(parts)
+                shown.append(images_message(entry["tool_call_id"], parts))
+            else:
+                content = as_text(entry["content"])
             if entry.get("is_error"):
                 content = ERROR_PREFIX + content
             messages.append(
@@ -169,6 +192,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
             )
         else:
             raise ValueError(f"transcript entry with unknown role {role!r}")
+    messages.extend(shown)
     return messages
 
 
@@ -334,13 +358,21 @@ def model_error(exc: Exception, endpoint: tuple[str, str, str]) -> ModelError:
     return ModelError("Unknown", detail)
 
 
+def user_content(content: Any) -> str | list[dict[str, Any]]:
+    """A user entry's content: content parts as chat parts, anything else as text."""
+    if is_parts(content):
+        return [openai_part(part) for part in content]
+    return as_text(content)
+
+
 def as_text(content: Any) -> str:
     """Transcript content as provider text: strings as they are, anything else canonical JSON."""
     return content if isinstance(content, str) else dumps(content)
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": spec.name, "parameters": dict(spec.input_schema)}
+    schema = strict_schema(spec.input_schema) if spec.strict else dict(spec.input_schema)
+    function: dict[str, Any] = {"name": spec.name, "parameters": schema}
     if spec.description:
         function["description"] = spec.description
     if spec.strict:

@@ -33,6 +33,7 @@ STATUS: dict[str, int] = {
     "E019": BAD_REQUEST,
     "E025": BAD_REQUEST,
     "E027": BAD_REQUEST,
+    "E032": BAD_REQUEST,
     # who is asking
     "E029": UNAUTHENTICATED,
     "E012": FORBIDDEN,

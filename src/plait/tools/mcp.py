@@ -23,8 +23,10 @@ model's arguments, the tool offer and ``verify`` never ask the server again
 (``workflow.pinning.with_catalogue`` fills a definition from a pinned catalogue).
 
 This module reports what a server did: a tool result becomes an outcome here
-(``is_error`` is ExecutorError; structured content, else the text read as JSON
-when it is JSON, else ``{"text": ...}``); a failing connection raises
+(``is_error`` is ExecutorError; structured content, else ``{"content": [part, ...]}``
+when it holds images — text and images as content parts, which reach the model as
+text and images, not base64 text — else the text read as JSON when it is JSON, else
+``{"text": ...}``); a failing connection raises
 ``McpServerError`` and an overrun of ``timeout_s`` raises ``TimeoutError``, which
 the driver maps to failure causes.
 """
@@ -377,21 +379,26 @@ def tool_outcome(result: Any) -> EffectOutcome:
     try:
         if structured is not None:
             return Completed(_plain(structured))
-        if len(texts) != len(blocks):  # images, audio, resources: kept as the server sent them
-            return Completed(
-                {
-                    "content": [
-                        _plain(b.model_dump(mode="json", by_alias=True, exclude_none=True))
-                        for b in blocks
-                    ]
-                }
-            )
+        if len(texts) != len(blocks):  # images as content parts, the model sees them
+            return Completed({"content": [_content_part(b) for b in blocks]})
     except CanonicalJSONError as exc:
         return Failed("ExecutorError", f"MCP tool returned a value that is not JSON: {exc}")
     try:
         return Completed(loads(text))
     except CanonicalJSONError:
         return Completed({"text": text})
+
+
+def _content_part(block: Any) -> Any:
+    """One content block of a result: text and images as content parts (plait.core.parts),
+    which reach the model as text and images; audio and resources as the server sent them."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": str(block.text)}
+    media_type = _field(block, "mime_type", "mimeType")
+    if kind == "image" and isinstance(block.data, str) and isinstance(media_type, str):
+        return {"type": "image", "media_type": media_type, "data": block.data}
+    return _plain(block.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def tool_node_arguments(

@@ -1,0 +1,75 @@
+"""An MCP tool's image result reaches the model as an image (issue #18 part 3), not as
+base64 text: a real stdio MCP server (tests/support/mcp_image_server.py, the ``mcp``
+SDK) answers with a caption and a PNG; the next turn sent to a fake provider on loopback
+carries the PNG as an OpenAI ``image_url`` part / an Anthropic ``image`` block, and the
+run verifies."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from contract.support import Cli
+from support.fake_provider import Answer, Call, FakeProvider
+from support.mcp_image_server import PICTURE
+
+SERVER = [sys.executable, str(Path(__file__).parents[1] / "support" / "mcp_image_server.py")]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    monkeypatch.chdir(tmp_path)
+    return Cli(tmp_path)
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    answers = [Answer(calls=(Call("picture", {}),)), Answer(("It is a red square.",))]
+    fake = FakeProvider(answers=answers).start()
+    yield fake
+    fake.close()
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_an_mcp_image_result_reaches_the_model_as_an_image(
+    cli: Cli, provider: FakeProvider, api: str
+):
+    spec = provider.openai_spec if api == "openai" else "anthropic:fake"
+    llm = {"model": spec, "max_retries": 0, "tool_result_chars": 500}  # images are not cut
+    tools = {"picture": {"mcp": {"command": SERVER, "tool": "picture"}}}
+    flow = {
+        "name": "look",
+        "nodes": [{"id": "agent", "instruction": "Describe it.", "tools": ["picture"]}],
+        "tools": tools,
+        "llm": llm,
+    }
+    (cli.folder / "look.yaml").write_text(json.dumps(flow))
+    env = {} if api == "openai" else {"ANTHROPIC_BASE_URL": provider.url, "ANTHROPIC_API_KEY": "t"}
+
+    done = cli.run("look.yaml", "r1", env=env)
+
+    assert done.data["status"] == "completed", done
+    second = provider.requests[1]
+    sent = json.dumps(second)
+    assert sent.count(PICTURE) == 1  # once, as an image: never as escaped text in a result
+    if api == "openai":
+        tool, shown = second["messages"][-2:]
+        assert tool["role"] == "tool" and tool["content"].startswith("A red square.")
+        assert shown["role"] == "user"
+        url = f"data:image/png;base64,{PICTURE}"
+        assert shown["content"][1:] == [{"type": "image_url", "image_url": {"url": url}}]
+    else:
+        (result,) = second["messages"][-1]["content"]
+        assert result["type"] == "tool_result"
+        assert result["content"] == [
+            {"type": "text", "text": "A red square."},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": PICTURE},
+            },
+        ]
+    assert cli("verify", "r1").data["verified"] is True
