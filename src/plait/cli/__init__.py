@@ -10,6 +10,7 @@ import typer
 
 from plait.cli.answer import approve, asks, deny, raise_budget, respond, send
 from plait.cli.check import check
+from plait.cli.decide import decide_app
 from plait.cli.diff import diff
 from plait.cli.graph import graph
 from plait.cli.inspect import runs, show, trace, verify
@@ -57,6 +58,7 @@ app.command("worker")(worker)
 app.command("gc")(gc)
 app.command("serve")(serve)
 app.add_typer(schedule_app, name="schedule")
+app.add_typer(decide_app, name="decide")
 
 
 def main() -> None:

@@ -37,6 +37,8 @@ CATALOGUE: dict[str, str] = {
     "E028": "invalid answer",
     "E029": "unauthenticated (HTTP API: missing or wrong bearer token)",
     "E030": "migration refused",
+    "E037": "decision backend unavailable (not installed or not readable here)",
+    "E038": "invalid calibration file",
 }
 
 
