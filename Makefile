@@ -56,6 +56,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/verify_versions.py
 	$(BIN)/python bench/schedules.py
 	$(BIN)/python bench/streaming.py
+	$(BIN)/python bench/decide_quality.py
 
 clean:
 	rm -rf $(VENV) .plait .pytest_cache .mypy_cache .ruff_cache

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from decide.support import of_kind, plait, run, scores, trace, verify, workflow
 
 REFUND = [
@@ -115,3 +117,35 @@ def test_a_resume_without_the_backend_is_refused_with_e037(tmp_path: Path):
     scores(folder, scores={"issue_refund": 0.9})  # back: the run was left intact
     resumed = plait(folder, "resume", "r", "--db", db, "--json")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+
+
+def test_an_agent_takes_decide_as_the_workflow_file_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from plait import Agent
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "answers.json").write_text(json.dumps([*REFUND[:1], {"text": "ok"}]))
+    backend = scores(tmp_path, scores={"issue_refund": 0.9})
+    agent = Agent(
+        "scripted:answers.json",
+        instructions="Refund the order.",
+        decide={"backend": backend, "offer": {"max_tools": 1}},
+        db=f"sqlite:///{tmp_path}/plait.db",
+    )
+
+    @agent.tool
+    def issue_refund(order_id: str) -> dict:
+        """Refund a payment of an order to the customer."""
+        return {"refunded": order_id}
+
+    @agent.tool
+    def restart_service(service: str) -> dict:
+        """Restart a service."""
+        return {"restarted": service}
+
+    state = agent.run_sync("refund A-1")
+    assert state.output == "ok"
+    entries = trace(tmp_path, state.run_id)
+    assert len(of_kind(entries, "decide")) == 1
+    assert of_kind(entries, "llm")[0]["input"]["tools"] == ["issue_refund", "more_tools"]

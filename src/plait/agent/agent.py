@@ -58,7 +58,8 @@ class Agent(Generic[OutputT]):
     pins, and ``Runtime`` checks it is a spec plait knows before a run starts).
     ``budgets`` take workflow file units (``max_tokens``, ``max_usd``, ...);
     ``model_settings`` are the workflow's ``llm`` settings (``max_tokens``,
-    ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
+    ``temperature``, ...); ``decide`` is ``llm.decide`` (docs/decide.md: narrow the tool
+    offer, guide folds). Runs go to ``db`` (default: ``$PLAIT_DB``, else
     ``./.plait/plait.db``) or to the given ``store``. ``telemetry`` is ``Runtime``'s:
     False turns OpenTelemetry spans off, a ``TracerProvider`` receives them.
     """
@@ -73,6 +74,7 @@ class Agent(Generic[OutputT]):
         flow: Any = None,
         budgets: Mapping[str, Any] | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        decide: Mapping[str, Any] | None = None,
         name: str = "agent",
         db: str | None = None,
         store: Store | None = None,
@@ -92,6 +94,8 @@ class Agent(Generic[OutputT]):
         self.flow = flow
         self.budgets = dict(budgets or {})
         self.model_settings = dict(model_settings or {})
+        if decide is not None:  # the workflow file's llm.decide (docs/decide.md)
+            self.model_settings["decide"] = dict(decide)
         self.name = name
         self.before_request = before_request
         self.after_response = after_response

@@ -29,7 +29,9 @@ from plait.core.env import StepEnv
 from plait.core.outcomes import Completed, EffectOutcome
 from plait.core.transcript import Entry
 
-DECIDE_EXECUTOR = "decide"
+DECIDE_EXECUTOR = "$decide"
+"""The executor of a decision; no tool can be named so (a tool node named ``decide`` runs
+its tool as executor ``decide``)."""
 MORE_TOOLS = "more_tools"
 MORE_TOOLS_DESCRIPTION = (
     "Call this (no arguments) when none of the offered tools fits the task: every tool"

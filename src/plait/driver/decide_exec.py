@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from plait.core.agents import agent_tool_specs
 from plait.core.errors import PlaitError
 from plait.core.events import Dispatch
 from plait.core.outcomes import Completed, EffectOutcome, Failed
@@ -50,6 +51,8 @@ class DecideRunner:
             name: tool_text(name, tool.description, schemas.get(name))
             for name, tool in sorted(definition.tools.items())
         }
+        for name, (description, schema) in agent_tool_specs(definition.pinned).items():
+            self._texts.setdefault(name, tool_text(name, description, schema))
 
     def _loaded(self) -> Backend:
         if self._backend is None:
