@@ -113,7 +113,8 @@ def tool_pairs(messages: Sequence[Mapping[str, Any]], start: int, end: int) -> l
             j = i + 1
             while j < end and messages[j].get("role") == "tool":
                 j += 1
-            if j > i + 1 and (j == end or messages[j].get("role") != "tool"):
+            whole = j == len(messages) or messages[j].get("role") != "tool"
+            if j > i + 1 and whole:  # a pair whose results run past the range stays
                 pairs.append([i, j])
             i = j
         else:
