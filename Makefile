@@ -60,6 +60,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python bench/verify_speed.py
 	$(BIN)/python bench/console.py
 	$(BIN)/python bench/conversations.py
+	$(BIN)/python bench/decide_quality.py
 
 # docs/console.png, shown in README.md and docs/console.md: the console in Chromium.
 screenshot: $(STAMP)

@@ -59,7 +59,8 @@ class Agent(Generic[OutputT]):
     call runs it as a child run on this agent's model, budgets charged to this run
     (``agent/definition.py``). ``budgets`` take workflow file units (``max_tokens``,
     ``max_usd``, ...); ``model_settings`` are the workflow's ``llm`` settings
-    (``max_tokens``, ``temperature``, ...). Runs go to ``db`` (default: ``$PLAIT_DB``, else
+    (``max_tokens``, ``temperature``, ...); ``decide`` is ``llm.decide`` (docs/decide.md:
+    narrow the tool offer, guide folds). Runs go to ``db`` (default: ``$PLAIT_DB``, else
     ``./.plait/plait.db``) or to the given ``store``. ``telemetry`` is ``Runtime``'s:
     False turns OpenTelemetry spans off, a ``TracerProvider`` receives them.
     """
@@ -75,6 +76,7 @@ class Agent(Generic[OutputT]):
         flow: Any = None,
         budgets: Mapping[str, Any] | None = None,
         model_settings: Mapping[str, Any] | None = None,
+        decide: Mapping[str, Any] | None = None,
         name: str = "agent",
         db: str | None = None,
         store: Store | None = None,
@@ -94,6 +96,8 @@ class Agent(Generic[OutputT]):
         self.flow = flow
         self.budgets = dict(budgets or {})
         self.model_settings = dict(model_settings or {})
+        if decide is not None:  # the workflow file's llm.decide (docs/decide.md)
+            self.model_settings["decide"] = dict(decide)
         self.name = name
         self.before_request = before_request
         self.after_response = after_response

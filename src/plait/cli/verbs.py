@@ -82,6 +82,8 @@ VERBS = (
          "Serve the HTTP API and the web console, and drive runs, until stopped (Ctrl-C)."),
     Verb("schedule", "plait.cli.schedule", "schedule_app",
          "Start runs of a workflow on a schedule (fired by workers)."),
+    Verb("decide", "plait.cli.decide", "decide_app",
+         "The decision backend (tool offer narrowing, guided folds)."),
     Verb("token", "plait.cli.token", "token_app",
          "API tokens of principals for `plait serve`, each with a role."),
 )  # fmt: skip

@@ -42,6 +42,8 @@ CATALOGUE: dict[str, str] = {
     "E033": "forbidden (HTTP API: the token's role or principal may not do this)",
     "E034": "outside the served workflows folder (HTTP API: a path the server may not open)",
     "E035": "model override refused (HTTP API: not admitted by --allow-model)",
+    "E037": "decision backend unavailable (not installed or not readable here)",
+    "E038": "invalid calibration file",
 }
 
 

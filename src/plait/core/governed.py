@@ -34,6 +34,7 @@ from plait.governance import (
     record_success,
     refusal_message,
     start,
+    step_tools,
 )
 
 
@@ -72,6 +73,14 @@ def offer(s: StepContext, flow: AbstractFlow, tools: list[str]) -> tuple[list[st
     rt = latch(governed, _rt(flow))
     _save(flow, rt)
     return offered_tools(governed, rt, tools), postures(governed, rt)
+
+
+def needed_tools(s: StepContext, flow: AbstractFlow) -> list[str]:
+    """The tools the governed flow needs at its current step (none without a flow)."""
+    governed = flow_of(s, flow)
+    if governed is None or flow.governance is None:
+        return []
+    return step_tools(governed, latch(governed, _rt(flow)))
 
 
 def admit_calls(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.core import agents, asks, governed, retry
+from plait.core import agents, asks, decide, governed, retry
 from plait.core.abstract import NEXT_TURN, AbstractFlow
 from plait.core.canonical import CanonicalJSONError, loads
 from plait.core.conversation import take_history
@@ -145,6 +145,10 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
     if axis is not None:
         state.exhausted = axis  # the turn stays as a need; the superstep drains
         return False
+    if decide.offer_due(env, flow):  # C1: narrow the offer before the first turn (§6.6)
+        keep = governed.needed_tools(s, flow)
+        question = decide.offer_question(flow, flow.next_effect_seq, _offered(s, flow), keep)
+        return _emit_decision(s, phase, flow, question)
     ceiling = env.llm_context_tokens
     if flow.fold_forced or (ceiling is not None and flow.last_prompt_tokens >= ceiling):
         span = fold_range(flow.messages)
@@ -162,6 +166,13 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
                 flow,
                 f"PLAIT-E024 context exceeded: node '{node_id}': {why}, and nothing can be folded",
             )
+        omit = (
+            decide.fold_question(flow, flow.next_effect_seq, span)
+            if decide.fold_due(env, flow)
+            else None
+        )
+        if omit is not None:  # C2: omit what is no longer needed, before summarizing
+            return _emit_decision(s, phase, flow, omit)
         flow.folding = {"seq": flow.next_effect_seq, "range": [span[0], span[1]]}
         value: dict[str, Any] = {
             "fold": [span[0], span[1]],
@@ -170,6 +181,9 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
     else:
         tools, guidance = governed.offer(s, flow, _offered(s, flow))
         value = {"messages": list(flow.messages), "tools": tools}
+        if flow.offer is not None:
+            value["tools"] = decide.narrowed(flow, tools, governed.needed_tools(s, flow))
+            value["offer"] = decide.turn_offer(flow)
         if guidance:
             value["instructions"] = " ".join(guidance)
         schema = env.executors[flow.node].spec.get("response_schema")
@@ -179,6 +193,16 @@ def _serve(s: StepContext, phase: OpenPhase, key: str, flow: AbstractFlow) -> bo
     flow.next_effect_seq += 1
     flow.need = None
     emit_effect(s, phase, effect, LLM_EXECUTOR, value)
+    return True
+
+
+def _emit_decision(
+    s: StepContext, phase: OpenPhase, flow: AbstractFlow, question: dict[str, Any]
+) -> bool:
+    effect = _key(s, flow, "decide")
+    flow.next_effect_seq += 1
+    flow.need = None
+    emit_effect(s, phase, effect, decide.DECIDE_EXECUTOR, question)
     return True
 
 
@@ -268,6 +292,11 @@ def on_resolved(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> bool
         else:
             _on_turn(s, fkey, flow, key.effect_seq, outcome)
         return True
+    if key.kind == "decide" and flow.deciding is not None:
+        if flow.deciding["seq"] != key.effect_seq:
+            return False
+        decide.on_decided(s.env, flow, key.effect_seq, outcome)
+        return True
     if key.kind == "tool" and key.effect_seq in flow.pending_tools:
         _on_tool(s, flow, key.effect_seq, outcome, key)
         return True
@@ -317,6 +346,9 @@ def _on_turn(
     answer = outcome.result if isinstance(outcome.result, dict) else {}
     usage = answer.get("usage") or {}
     flow.last_prompt_tokens = int(usage.get("input_tokens", 0))
+    ceiling = s.env.llm_context_tokens
+    if flow.decide_fold_tried and ceiling is not None and flow.last_prompt_tokens < ceiling:
+        flow.decide_fold_tried = False  # measured under its ceiling: C2 may be asked again
     calls = list(answer.get("tool_calls") or [])
     text = answer.get("text")
     entry = Entry(role="assistant", text=text, tool_calls=calls)
@@ -515,6 +547,11 @@ def _on_tool_calls(
     s: StepContext, fkey: str, flow: AbstractFlow, turn: int, calls: list[dict[str, Any]]
 ) -> None:
     env = s.env
+    calls, widened = decide.take_more_tools(flow, calls)
+    flow.messages.extend(widened)
+    if not calls:
+        flow.need = NEXT_TURN
+        return
     offered = _offered(s, flow)
     unknown = sorted({str(c.get("name")) for c in calls if c.get("name") not in offered})
     if unknown:

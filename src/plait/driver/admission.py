@@ -34,6 +34,11 @@ def check_model(
 
     llm = definition.llm
     spec = definition.model_spec
+    decide = llm.get("decide")
+    if isinstance(decide, dict):  # its backend must run here (PLAIT-E037), as the model
+        from plait.decide import check_backend
+
+        check_backend(str(decide.get("backend", "local")), definition.base_dir)
     if model is None:
         run_model(spec, base_dir=definition.base_dir, settings=dict(llm))
         if driven:

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from plait.core.agents import AGENT_PREFIX
 from plait.core.asks import SUBGRAPH_PREFIX
+from plait.core.decide import DECIDE_EXECUTOR
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey
 from plait.core.llm_loop import CALL_PREFIX, LLM_EXECUTOR
 from plait.core.outcomes import EffectOutcome
+from plait.driver.decide_exec import DecideRunner
 from plait.driver.llm_exec import LlmRunner
 from plait.driver.tools_exec import ToolRunner
 
@@ -38,6 +40,8 @@ class Dispatcher:
         self._children = children
         self._tools = ToolRunner(definition.tools, base_dir=definition.base_dir, **tool_options)
         self._llm = llm
+        decides = bool((definition.llm or {}).get("decide"))
+        self._decide = DecideRunner(definition) if decides else None
 
     async def aclose(self) -> None:
         """Release what the drive started (MCP servers); call it when the drive ends."""
@@ -59,6 +63,10 @@ class Dispatcher:
             if self._llm is None:
                 raise RuntimeError("an llm effect was dispatched but the run has no model")
             return self._llm(dispatch)
+        if executor == DECIDE_EXECUTOR:
+            if self._decide is None:
+                raise RuntimeError("a decide effect was dispatched but the run pins no backend")
+            return self._decide(dispatch)
         if executor.startswith(CALL_PREFIX):
             executor = executor[len(CALL_PREFIX) :]
         return self._tools.call(executor, dispatch, idempotency_key, alone)

@@ -130,6 +130,7 @@ def env_from_manifest(
         ),
         llm_tool_result_chars=llm.get("tool_result_chars"),
         llm_context_tokens=llm.get("context_tokens"),
+        decide=llm.get("decide") or None,
         flows=flows,
         approval_tools=frozenset(n for n in sorted(tools) if tools[n].get("approval")),
         deferred_tools=frozenset(n for n in sorted(tools) if tools[n].get("deferred")),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.core.agents import agent_tool_specs
 from plait.core.canonical import dumps
+from plait.core.decide import MORE_TOOLS, MORE_TOOLS_DESCRIPTION
 from plait.core.events import Dispatch
 from plait.core.keys import JournalKey, call_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, Usage
@@ -78,6 +79,12 @@ class LlmRunner:
             )
             for name, tool in sorted(definition.tools.items())
         }
+        if (definition.llm or {}).get("decide"):  # a narrowed offer can be widened (§6.6)
+            specs[MORE_TOOLS] = ToolSpec(
+                name=MORE_TOOLS,
+                description=MORE_TOOLS_DESCRIPTION,
+                input_schema={"type": "object", "properties": {}},
+            )
         for name, (description, schema) in agent_tool_specs(definition.pinned).items():
             specs.setdefault(
                 name, ToolSpec(name=name, description=description, input_schema=schema)

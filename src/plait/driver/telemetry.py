@@ -398,6 +398,8 @@ def _dispatch_attributes(dispatch: Dispatch) -> dict[str, Any]:
         attributes["plait.subgraph"] = executor[len(SUBGRAPH_PREFIX) :]
         return attributes
     attributes = _key_attributes(dispatch.key, dispatch.key.kind)  # asks are not dispatched
+    if dispatch.key.kind == "decide":  # a decision (§6.6) names no tool
+        return attributes
     attributes["plait.tool"] = executor.removeprefix(CALL_PREFIX)
     return attributes
 

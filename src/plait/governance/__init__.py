@@ -52,6 +52,7 @@ from plait.governance.monitor import (
     record_answer,
     record_success,
     start,
+    step_tools,
 )
 from plait.governance.runtime import FlowRuntime
 from plait.governance.schema import FLOW_SCHEMA
@@ -119,6 +120,7 @@ __all__ = [
     "self_approving_guards",
     "start",
     "state_keys_read",
+    "step_tools",
     "to_mermaid",
     "tool_universe",
     "unwritten_keys",

@@ -62,6 +62,7 @@ __all__ = [
     "record_answer",
     "record_success",
     "start",
+    "step_tools",
 ]
 
 Rule: TypeAlias = Literal["once", "never", "deny", "allow"]
@@ -195,6 +196,13 @@ def active_steps(flow: Flow, rt: FlowRuntime) -> list[str]:
 def postures(flow: Flow, rt: FlowRuntime) -> list[str]:
     """The postures of the active steps, for the turn's instructions."""
     return [s.posture for s in _active(flow, _view(rt)) if s.posture]
+
+
+def step_tools(flow: Flow, rt: FlowRuntime) -> list[str]:
+    """The tools the flow needs now: the active steps' own tools and the ambient ones (a
+    narrowed offer (§6.6) always keeps them)."""
+    names = [t for s in _active(flow, _view(rt)) for t in (s.allow or ())]
+    return list(dict.fromkeys([*names, *flow.ambient]))
 
 
 def missing_required(flow: Flow, rt: FlowRuntime) -> list[str]:

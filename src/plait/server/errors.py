@@ -34,6 +34,8 @@ STATUS: dict[str, int] = {
     "E025": BAD_REQUEST,
     "E027": BAD_REQUEST,
     "E032": BAD_REQUEST,
+    "E037": BAD_REQUEST,  # the workflow's decision backend cannot run on this server
+    "E038": BAD_REQUEST,
     # who is asking
     "E029": UNAUTHENTICATED,
     "E012": FORBIDDEN,

@@ -218,7 +218,11 @@ LLM_RULES: dict[str, Rule] = {
     "model": _model, "max_tokens": _integer(1), "context_tokens": _integer(1),
     "tool_result_chars": _integer(1), "max_effects_per_attempt": _integer(1), "prices": _MAPPING,
     "timeout_s": _number(True, MAX_SECONDS), "max_retries": _integer(0),
-    "fallback": _strings(True), "max_agent_depth": _integer(1),
+    "fallback": _strings(True), "max_agent_depth": _integer(1), "decide": _MAPPING,
+}  # fmt: skip
+DECIDE_RULES: dict[str, Rule] = {
+    "backend": _NAME, "offer": _MAPPING, "fold": _FLAG,
+    "calibration": _rule(lambda v: isinstance(v, str | Mapping) and v, "a file name"),
 }  # fmt: skip
 PRICE_RULES: dict[str, Rule] = {
     "input_per_mtok": _number(False, MAX_PRICE), "output_per_mtok": _number(False, MAX_PRICE),
@@ -349,10 +353,37 @@ def _judge_llm(j: _Judge, llm: Mapping[str, Any], base_dir: Path) -> None:
         specs += [(f"llm.fallback[{i}]", ("llm", "fallback", i), f) for i, f in enumerate(fallback)]
     for field, place, spec in specs:
         _judge_spec(j, field, place, spec, base_dir)
+    if isinstance(llm.get("decide"), Mapping):
+        _judge_decide(j, llm["decide"], base_dir)
     prices = llm.get("prices")
     for spec, price in prices.items() if isinstance(prices, Mapping) else ():
         where = f"llm: price of '{spec}'"
         j.fields(price, PRICE_RULES, where, ("llm", "prices", spec), required=tuple(PRICE_RULES))
+
+
+def _judge_decide(j: _Judge, decide: Mapping[str, Any], base_dir: Path) -> None:
+    """``llm.decide`` (docs/decide.md): its fields, its backend installed here (PLAIT-E037)
+    and its calibration file readable (PLAIT-E038)."""
+    from plait.decide import check_backend, read_calibration
+
+    place: Place = ("llm", "decide")
+    j.fields(decide, DECIDE_RULES, "llm.decide", place)
+    offer = decide.get("offer")
+    if isinstance(offer, Mapping):
+        rules = {"max_tools": _integer(1), "min_p": _fraction}
+        j.fields(offer, rules, "llm.decide.offer", (*place, "offer"))
+    backend = decide.get("backend", "local")
+    if isinstance(backend, str) and backend.strip():
+        try:
+            check_backend(backend, base_dir)
+        except PlaitError as exc:
+            j.add(exc.code, f"llm.decide.backend: {exc.detail}", (*place, "backend"))
+    calibration = decide.get("calibration")
+    if isinstance(calibration, str) and calibration:
+        try:
+            read_calibration(base_dir / calibration)
+        except PlaitError as exc:
+            j.add(exc.code, f"llm.decide.calibration: {exc.detail}", (*place, "calibration"))
 
 
 def _judge_spec(j: _Judge, field: str, place: Place, spec: Any, base_dir: Path) -> None:

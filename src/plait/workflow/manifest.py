@@ -64,6 +64,11 @@ def manifest_of(wf: Workflow) -> dict[str, Any]:
         manifest["description"] = wf.description
     if wf.llm is not None:
         manifest["llm"] = plain(wf.llm)
+        decide = manifest["llm"].get("decide")
+        if isinstance(decide, dict) and isinstance(decide.get("calibration"), str):
+            from plait.decide import read_calibration  # pinned by hash (docs/decide.md)
+
+            decide["calibration"] = read_calibration(wf.base_dir / decide["calibration"])
     if wf.asks:
         manifest["asks"] = plain(wf.asks)
     if wf.retry is not None:
