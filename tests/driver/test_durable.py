@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 
@@ -13,6 +14,10 @@ from plait.store.records import LeaseOwner
 
 def count_to_three(n: int = 0) -> dict:
     return {"n": n + 1, "log": [n]}
+
+
+def count_up(n: int = 0) -> dict:
+    return {"n": n + 1}
 
 
 def finish(n: int) -> dict:
@@ -254,3 +259,39 @@ def test_a_run_started_from_python_verifies_from_its_manifest_alone(runtime, tmp
     with Runtime(f"sqlite:///{tmp_path}/plait.db", principal="someone") as other:
         report = other.verify(result.run_id)
     assert report.verified and report.up_to == "terminal"
+
+
+def test_verify_compares_every_checkpoint_of_a_long_run_read_in_batches(runtime, tmp_path):
+    """Verify reads a run's checkpoints many at a time: a checkpoint far past the first
+    batch that was rewritten consistently (bytes, size and SHA-256 agree with each other
+    but not with the replay) is still found, at its own superstep."""
+    wf = (
+        Workflow.new("long")
+        .node("count", tool=count_up)
+        .node("finish", tool=finish)
+        .edge("count", "count", when="n < 600", max_cycles=700)
+        .edge("count", "finish", when="n >= 600")
+    )
+    result = runtime.run_sync(wf, {"n": 0})
+    assert runtime.verify(result.run_id, workflow=wf).verified
+    db = sqlite3.connect(tmp_path / "plait.db")
+    checkpoints = db.execute(
+        "SELECT seq, payload FROM journal WHERE run_id = ? AND item = 'checkpoint' ORDER BY seq",
+        (result.run_id,),
+    ).fetchall()
+    assert len(checkpoints) > 600
+    seq, payload = checkpoints[550]
+    assert payload.startswith('{"j":') and '"n":551' in payload
+    changed = payload.replace('"n":551', '"n":552')
+    data = changed[5:-1].encode()
+    db.execute(
+        "UPDATE journal SET payload = ?, sha256 = ?, size = ? WHERE run_id = ? AND seq = ?",
+        (changed, hashlib.sha256(data).hexdigest(), len(data), result.run_id, seq),
+    )
+    db.commit()
+    db.close()
+    report = runtime.verify(result.run_id, workflow=wf)
+    assert not report.verified and report.checkpoints == 550
+    assert report.error == (
+        f"PLAIT-E009 superstep 551: checkpoint {seq} differs from the replay in scheduler.context.n"
+    ), report.error
