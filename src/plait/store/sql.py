@@ -279,7 +279,8 @@ def read_checkpoint(
     if row is None:
         require_run(conn, d, run_id)
         raise PlaitError("E010", f"run '{run_id}' has no checkpoint at seq {seq}")
-    return _checkpoint_bytes(run_id, seq, *row, reader)
+    sha, size, payload = row
+    return _checkpoint_bytes(run_id, seq, sha, size, payload, reader)
 
 
 def read_checkpoints(
@@ -299,7 +300,10 @@ def read_checkpoints(
     if not rows:
         require_run(conn, d, run_id)
     reader.prefetch(row[3] for row in rows if not row[3].startswith(_WHOLE))
-    return {row[0]: _checkpoint_bytes(run_id, *row, reader) for row in rows}
+    return {
+        seq: _checkpoint_bytes(run_id, seq, sha, size, payload, reader)
+        for seq, sha, size, payload in rows
+    }
 
 
 _WHOLE = '{"j":'
