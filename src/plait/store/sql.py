@@ -81,7 +81,9 @@ WATCH_LIMIT = 256
 
 RUN_LIST = ", ".join(RUN_COLUMNS)
 SELECT_ROWS = (
-    f"SELECT seq, {', '.join(JOURNAL_COLUMNS)} FROM journal"
+    f"SELECT seq, {', '.join(JOURNAL_COLUMNS[:-1])},"
+    # a journal lists checkpoints by hash and size; their bytes are read on demand
+    " CASE WHEN item = 'checkpoint' THEN NULL ELSE payload END FROM journal"
     " WHERE run_id = ? AND seq > ? ORDER BY seq"
 )
 LEASE_LIST = "host, pid, started_ms, token, expires_ms"
