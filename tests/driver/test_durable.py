@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +23,17 @@ def count_up(n: int = 0) -> dict:
 
 def finish(n: int) -> dict:
     return {"done": n}
+
+
+def counting(name: str, node: str, tool: Callable[..., dict], until: int, cycles: int) -> Workflow:
+    """``node`` runs again while ``n < until`` (at most ``cycles`` times), then ``finish``."""
+    return (
+        Workflow.new(name)
+        .node(node, tool=tool)
+        .node("finish", tool=finish)
+        .edge(node, node, when=f"n < {until}", max_cycles=cycles)
+        .edge(node, "finish", when=f"n >= {until}")
+    )
 
 
 def loop_workflow() -> Workflow:
@@ -198,14 +210,7 @@ def test_every_checkpoint_of_a_large_state_reads_back_byte_for_byte(runtime):
     def grow(n: int = 0) -> dict:
         return {"n": n + 1, "log": [f"{n:03d}" + "x" * 3000]}
 
-    wf = (
-        Workflow.new("big")
-        .node("grow", tool=grow)
-        .node("finish", tool=finish)
-        .edge("grow", "grow", when="n < 6", max_cycles=10)
-        .edge("grow", "finish", when="n >= 6")
-        .reducer("log", "extend")
-    )
+    wf = counting("big", "grow", grow, 6, 10).reducer("log", "extend")
     result = runtime.run_sync(wf, {"n": 0})
     store = runtime.store
     sizes = []
@@ -265,13 +270,7 @@ def test_verify_compares_every_checkpoint_of_a_long_run_read_in_batches(runtime,
     """Verify reads a run's checkpoints many at a time: a checkpoint far past the first
     batch that was rewritten consistently (bytes, size and SHA-256 agree with each other
     but not with the replay) is still found, at its own superstep."""
-    wf = (
-        Workflow.new("long")
-        .node("count", tool=count_up)
-        .node("finish", tool=finish)
-        .edge("count", "count", when="n < 600", max_cycles=700)
-        .edge("count", "finish", when="n >= 600")
-    )
+    wf = counting("long", "count", count_up, 600, 700)
     result = runtime.run_sync(wf, {"n": 0})
     assert runtime.verify(result.run_id, workflow=wf).verified
     db = sqlite3.connect(tmp_path / "plait.db")
