@@ -49,6 +49,10 @@ class Backend(Protocol):
         """Overwrite the SHA-256 recorded for a checkpoint."""
         ...
 
+    def tamper_checkpoint_payload(self, run_id: str, seq: int, old: str, new: str) -> None:
+        """Replace ``old`` with ``new`` in a checkpoint row's payload text."""
+        ...
+
     def claim_newer_schema(self) -> None:
         """Mark the database as migrated by a plait newer than this one."""
         ...
@@ -86,6 +90,13 @@ class SqliteBackend:
             conn.execute(
                 "UPDATE journal SET sha256 = ? WHERE run_id = ? AND seq = ?",
                 ("0" * 64, run_id, seq),
+            )
+
+    def tamper_checkpoint_payload(self, run_id: str, seq: int, old: str, new: str) -> None:
+        with self._raw() as conn:
+            conn.execute(
+                "UPDATE journal SET payload = replace(payload, ?, ?) WHERE run_id = ? AND seq = ?",
+                (old, new, run_id, seq),
             )
 
     def claim_newer_schema(self) -> None:
@@ -151,6 +162,14 @@ class PostgresBackend:
             conn.execute(
                 "UPDATE journal SET sha256 = %s WHERE run_id = %s AND seq = %s",
                 ("0" * 64, run_id, seq),
+            )
+
+    def tamper_checkpoint_payload(self, run_id: str, seq: int, old: str, new: str) -> None:
+        with self._raw() as conn:
+            conn.execute(
+                "UPDATE journal SET payload = replace(payload, %s, %s)"
+                " WHERE run_id = %s AND seq = %s",
+                (old, new, run_id, seq),
             )
 
     def claim_newer_schema(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plait.core.canonical import CanonicalJSONError, digest, dumps, strict_equal
+from plait.core.canonical import CanonicalJSONError, digest, dumps, loads, strict_equal
 from plait.store.chunks import (
     INLINE_LIMIT,
     PAGE_SIZE,
@@ -18,6 +18,7 @@ from plait.store.chunks import (
     Encoded,
     HashMemo,
     decode,
+    decode_row,
     encode,
     encode_text,
 )
@@ -155,6 +156,27 @@ def round_trip_with_memo(value: Any, memo: HashMemo) -> Any:
 def test_malformed_trees_are_refused(root: Any, nodes: dict[str, bytes]) -> None:
     with pytest.raises(ValueError):
         decode(root, nodes.__getitem__)
+
+
+@settings(max_examples=200)
+@given(json_values)
+def test_a_row_payload_decodes_like_its_parsed_encoded_form(value: Any) -> None:
+    """``decode_row`` parses a whole value once; cut or whole, it returns what ``decode``
+    of the parsed payload returns."""
+    text, nodes = encode_text(value)
+    back = decode_row(text, nodes.__getitem__)
+    assert strict_equal(back, decode(loads(text), nodes.__getitem__))
+    assert strict_equal(back, value)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ['{"j":5}', '{"j":"s"}', '{"j":{},"x":1}', '{"j":[1],"l":[]}', '{"j":[1]'],
+)
+def test_a_row_payload_that_only_looks_whole_is_refused(payload: str) -> None:
+    """Not a container kept whole (a scalar, a second key, cut short): the walk refuses it."""
+    with pytest.raises(ValueError):
+        decode_row(payload, dict[str, bytes]().__getitem__)
 
 
 def test_a_missing_node_surfaces_the_fetch_error() -> None:

@@ -406,6 +406,42 @@ def test_checkpoints_read_back_their_exact_bytes(store: Store) -> None:
     ]
 
 
+def test_checkpoints_of_a_run_read_back_together_by_seq(store: Store) -> None:
+    """One call for a range of a run's checkpoints (what verify compares), small ones kept
+    whole and large ones cut into nodes alike; other runs and other items are left out."""
+    new_run(store)
+    new_run(store, "r2")
+    rng = random.Random(7)
+    small = checkpoint(1, {"context": {"t": "ünïcode", "f": 2.0}})
+    large = checkpoint(2, {"context": {"docs": [random_text(rng, 600) for _ in range(40)]}})
+    last = checkpoint(3, {"context": {"n": 3}})
+    store.commit("r1", None, [small, RecordWrite("clock", {"ms": 3}), large, last])
+    store.commit("r2", None, [checkpoint(1, {"other": True})])
+    assert store.read_checkpoints("r1", 1, 4) == {1: small.data, 3: large.data, 4: last.data}
+    assert store.read_checkpoints("r1", 2, 3) == {3: large.data}
+    assert store.read_checkpoints("r1", 5, 9) == {}
+    expect("E017", lambda: store.read_checkpoints("nope", 1, 9))
+
+
+def test_checkpoints_read_together_are_checked_against_their_hash(
+    backend: Backend, store: Store
+) -> None:
+    """The batch read takes a small checkpoint's bytes straight from its row, and still
+    refuses bytes that are not the ones the row's SHA-256 names; a cut one whose node was
+    altered is refused as by ``read_checkpoint``."""
+    new_run(store)
+    store.commit("r1", None, [checkpoint(1, {"n": 1}), checkpoint(2, {"n": 2})])
+    backend.tamper_checkpoint_payload("r1", 2, '"n":2', '"n":7')
+    error = expect("E010", lambda: store.read_checkpoints("r1", 1, 2))
+    assert str(error) == "PLAIT-E010 checkpoint 2 of run r1 is corrupted: sha256 mismatch"
+    assert store.read_checkpoints("r1", 1, 1) == {1: checkpoint(1, {"n": 1}).data}
+    expect("E010", lambda: store.read_checkpoint("r1", 2))
+    store.commit("r1", None, [checkpoint(3, {"context": {"doc": "MARKER" + "x" * 5000}})])
+    assert backend.corrupt_nodes(b"MARKER") == 1
+    error = expect("E010", lambda: store.read_checkpoints("r1", 3, 3))
+    assert "checkpoint 3 of run r1 is corrupted: sha256 mismatch" in str(error)
+
+
 def test_a_seq_that_is_not_a_checkpoint_is_e010(store: Store) -> None:
     new_run(store)
     store.commit("r1", None, [RecordWrite("clock", {"ms": 3})])

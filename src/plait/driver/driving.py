@@ -184,8 +184,10 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
                 break  # waiting for a human, or for a timer that is not due yet
             events = [ClockReading(now), *due]
         if result.status == "parked":
-            # its own and its children's (§3.9)
-            result.asks = pending_asks(store, run_id, now_ms=host.clock())
+            # its own and its children's (§3.9); its own from the state the drive parked
+            # in, which its last checkpoint holds (the asks it answered meanwhile aside,
+            # which ``pending_asks`` leaves out as journaled anyway)
+            result.asks = pending_asks(store, run_id, state, now_ms=host.clock())
         journal.status(state)
         journal.commit()
         if result.status == "failed":

@@ -8,6 +8,7 @@ the token and usd reservation of one LLM turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     from plait.workflow.run_definition import RunDefinition
 
 
+@lru_cache(maxsize=512)
+def _compiled(schema_text: str) -> jsonschema.Draft202012Validator:
+    """A schema's validator, compiled once per process for its canonical text: every run
+    of a workflow offers the same tools, and a validator only reads its schema (a value
+    of its own, parsed here, which nobody else holds)."""
+    return jsonschema.Draft202012Validator(loads(schema_text))
+
+
 def _validator(schemas: Mapping[str, Mapping[str, Any]]) -> Callable[[str, JSON], str | None]:
     """The first problem of a value against its schema, as the transcript shows it.
 
@@ -30,10 +39,7 @@ def _validator(schemas: Mapping[str, Mapping[str, Any]]) -> Callable[[str, JSON]
     order it walks the schema's keywords and shows values as Python reprs, and a run
     (the file's and the model's key order) must word them exactly as verify does (the
     manifest's and the journal's canonical order)."""
-    compiled = {
-        name: jsonschema.Draft202012Validator(loads(dumps(dict(schema))))
-        for name, schema in sorted(schemas.items())
-    }
+    compiled = {name: _compiled(dumps(dict(schema))) for name, schema in sorted(schemas.items())}
 
     def validate(name: str, value: JSON) -> str | None:
         checker = compiled.get(name)

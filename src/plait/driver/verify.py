@@ -125,6 +125,9 @@ def _intent_divergence(
     )
 
 
+_READ_AHEAD = 256
+"""Stored checkpoints read per query while comparing: few queries, bounded memory."""
+
 EnvAt = Callable[[int, dict[str, Any]], StepEnv]
 """The environment of a run's ``k``-th manifest (a migration's) with the ceilings raised
 so far: what verify switches to where the journal migrated the run."""
@@ -156,7 +159,7 @@ def verify_run(
     by_seq: dict[int, bytes] = {}
     expected = [seq for seq, _ in stored if seq not in seeds]
     results = journal.results
-    asks: dict[str, JournalKey] = {call_id(i.key): i.key for i in journal.intents}
+    asks: dict[str, JournalKey] = {}  # by call id, hashed on the first answer looked up
     journaled = {i.key: i for i in journal.intents}
     replayed: set[JournalKey] = set()
 
@@ -165,14 +168,28 @@ def verify_run(
         return None if record is None else outcome_from_json(record.outcome)
 
     def answer_of(ask_id: str) -> EffectOutcome | None:
+        if not asks:
+            asks.update((call_id(i.key), i.key) for i in journal.intents)
         key = asks.get(ask_id)
         if key is None:  # an ask a fork inherited: its intent is in the base run's journal
             key = next((k for k in results if call_id(k) == ask_id), None)
         return None if key is None else result_of(key)
 
+    position = {seq: index for index, seq in enumerate(expected)}
+    window: dict[int, bytes] = {}
+
     def stored_bytes(seq: int) -> bytes:
+        nonlocal window
         if seq not in by_seq:
-            data = store.read_checkpoint(run_id, seq)
+            if seq not in window:  # read ahead: one query for the next _READ_AHEAD compared
+                index = position.get(seq)
+                last = (
+                    seq if index is None else expected[min(index + _READ_AHEAD, len(expected)) - 1]
+                )
+                window = store.read_checkpoints(run_id, seq, last)
+                if seq not in window:
+                    window[seq] = store.read_checkpoint(run_id, seq)  # says what is wrong
+            data = window.pop(seq)
             by_seq[seq] = data if reshape is None else reshape.stored(data)
         return by_seq[seq]
 

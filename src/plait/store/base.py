@@ -128,6 +128,12 @@ class Store(Protocol):
         """The exact canonical bytes of checkpoint ``seq``; PLAIT-E010 if they fail their hash."""
         ...
 
+    def read_checkpoints(self, run_id: str, first: int, last: int) -> dict[int, bytes]:
+        """The exact canonical bytes of every checkpoint with ``first <= seq <= last``, by
+        seq, read together (``verify`` compares a whole run); PLAIT-E017, E010 as
+        ``read_checkpoint``."""
+        ...
+
     def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
         """The last checkpoint written, or None; PLAIT-E017 for an unknown run."""
         ...

@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from plait.core.canonical import JSON, loads
+from plait.core.canonical import JSON
 from plait.core.canonical import digest as sha256_hex
-from plait.store.chunks import ChunkError, decode
+from plait.store.chunks import ChunkError, decode_row
 
 _FETCH_BATCH = 5_000  # node hashes per ``= ANY(%s)`` query
 _NODE_NAME = re.compile(rb'"([0-9a-f]{64})"')  # how an encoded form names a node
@@ -42,7 +42,7 @@ class NodeFetcher:
         """Nothing to do ahead: each node is read when ``decode`` needs it."""
 
     def decode(self, payload: str) -> JSON:
-        return decode(loads(payload), self._node, cache=self._parsed)
+        return decode_row(payload, self._node, cache=self._parsed)
 
     def _node(self, digest: str) -> bytes:
         row = self._conn.execute("SELECT data FROM nodes WHERE hash = ?", (digest,)).fetchone()
@@ -69,7 +69,7 @@ class NodeBatcher:
         self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)})
 
     def decode(self, payload: str) -> JSON:
-        return decode(loads(payload), self._node, cache=self._parsed)
+        return decode_row(payload, self._node, cache=self._parsed)
 
     def _node(self, digest: str) -> bytes:
         data = self._bytes.get(digest)

@@ -559,6 +559,10 @@ class PostgresStore:
         with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
             return sql.read_checkpoint(conn, POSTGRES, run_id, seq, NodeBatcher(conn))
 
+    def read_checkpoints(self, run_id: str, first: int, last: int) -> dict[int, bytes]:
+        with self._connection(f"reading the checkpoints of run '{run_id}'") as conn:
+            return sql.read_checkpoints(conn, POSTGRES, run_id, first, last, NodeBatcher(conn))
+
     def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
         with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
             return sql.latest_checkpoint(conn, POSTGRES, run_id)

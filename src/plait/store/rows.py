@@ -91,12 +91,12 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
     item, key_text, executor, record_kind, superstep, clock_ms = row[:6]
     idempotency_key, journal_bytes, sha, size, payload = row[6:]
     if item == "intent":
-        key = JournalKey.from_json(loads(key_text))
+        key = key_of(key_text)
         journal.intents.append(
             IntentRecord(seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key)
         )
     elif item == "result":
-        key = JournalKey.from_json(loads(key_text))
+        key = key_of(key_text)
         journal.results[key] = ResultRecord(seq, key, decode(payload), clock_ms, journal_bytes)
     elif item == "checkpoint":
         journal.checkpoints.append(CheckpointMeta(seq, superstep, sha, size))
@@ -104,6 +104,13 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
         journal.records.append(Record(seq, record_kind, decode(payload)))
     else:
         raise ValueError(f"unknown journal item {item!r} at seq {seq}")
+
+
+@lru_cache(maxsize=4096)
+def key_of(text: str) -> JournalKey:
+    """The key a ``journal_key`` column holds; remembered, as an intent and its result
+    hold the same key (keys are immutable, so sharing one is safe)."""
+    return JournalKey.from_json(loads(text))
 
 
 @lru_cache(maxsize=4096)

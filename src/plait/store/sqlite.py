@@ -491,6 +491,10 @@ class SqliteStore:
         with self._lock, self._read() as conn:
             return sql.read_checkpoint(conn, SQLITE, run_id, seq, NodeFetcher(conn))
 
+    def read_checkpoints(self, run_id: str, first: int, last: int) -> dict[int, bytes]:
+        with self._lock, self._read() as conn:
+            return sql.read_checkpoints(conn, SQLITE, run_id, first, last, NodeFetcher(conn))
+
     def latest_checkpoint(self, run_id: str) -> CheckpointMeta | None:
         with self._lock, self._read() as conn:
             return sql.latest_checkpoint(conn, SQLITE, run_id)
