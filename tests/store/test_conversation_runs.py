@@ -63,3 +63,49 @@ def test_gc_takes_a_deleted_run_out_of_its_conversation(store: Any) -> None:
     assert [r.run_id for _, r in store.conversation_runs("c1")] == ["new"]
     add(store, "newer", 3, "c1")  # positions go on after the deleted turn
     assert [r.run_id for _, r in store.conversation_runs("c1")] == ["new", "newer"]
+
+
+def test_two_turns_created_at_once_on_postgres_refuse_the_second_with_e031(
+    postgres_url: str,
+) -> None:
+    """The race ``MAX(position) + 1`` allows: a turn that read the same last position as
+    one committing meanwhile loses on the key, as E031 naming its run, and writes nothing."""
+    import threading
+
+    import psycopg
+
+    store = open_store(postgres_url)
+    try:
+        add(store, "t1", 1, "c1")
+        with psycopg.connect(postgres_url, autocommit=True) as rival:
+            rival.execute("BEGIN")
+            rival.execute(
+                "INSERT INTO conversation_runs (conversation, position, run_id)"
+                " VALUES ('c1', 2, 'rival')"
+            )
+            outcome: list[BaseException] = []
+
+            def second_turn() -> None:
+                try:
+                    add(store, "t2", 2, "c1")
+                except BaseException as exc:  # handed to the test's thread
+                    outcome.append(exc)
+
+            racer = threading.Thread(target=second_turn)
+            racer.start()
+            # Commit only once the second turn's insert waits on the rival's key.
+            while not rival.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO conversation_runs%'"
+            ).fetchone()[0]:  # type: ignore[index]
+                racer.join(0.01)
+            rival.execute("COMMIT")
+            racer.join()
+        (raised,) = outcome
+        assert isinstance(raised, PlaitError) and raised.code == "E031"
+        assert "'t2'" in raised.detail
+        with pytest.raises(PlaitError) as unknown:
+            store.get_run("t2")
+        assert unknown.value.code == "E017"  # nothing of the losing turn was written
+    finally:
+        store.close()

@@ -171,14 +171,26 @@ class PostgresStore:
         nodes: dict[str, bytes] = {}
         payload = self._nodes.encoder(nodes)(manifest)
         what = f"creating run '{info.run_id}'"
-        with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
-            if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
-                raise PlaitError("E016", f"run id '{info.run_id}' already exists")
-            conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
-            self._insert_nodes(conn, info.run_id, nodes)
-            if conversation is not None:
-                sql.join_conversation(conn, POSTGRES, conversation, info.run_id)
-            pipe.sync()
+        try:
+            with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
+                if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
+                    raise PlaitError("E016", f"run id '{info.run_id}' already exists")
+                conn.execute(_INSERT_MANIFEST, (info.run_id, 0, payload))
+                self._insert_nodes(conn, info.run_id, nodes)
+                if conversation is not None:
+                    sql.join_conversation(conn, POSTGRES, conversation, info.run_id)
+                pipe.sync()
+        except PlaitError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, pg_errors.UniqueViolation) and _is_turn_race(cause):
+                # Two turns of one conversation created at once: both read the same last
+                # position. The loser wrote nothing (its transaction rolled back).
+                raise PlaitError(
+                    "E031",
+                    f"conversation '{conversation}': another turn started at the same"
+                    f" moment; run '{info.run_id}' was not created (start it again)",
+                ) from None
+            raise
         self._nodes.remember(nodes)
 
     def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
@@ -650,6 +662,11 @@ class PostgresStore:
             raise self._storage_error(exc, what, conn, if_lost) from exc
         finally:
             self._pool.put(conn)
+
+
+def _is_turn_race(exc: pg_errors.UniqueViolation) -> bool:
+    """The violation is of ``conversation_runs``' (conversation, position) key."""
+    return exc.diag.table_name == "conversation_runs"
 
 
 def _configure(conn: Connection) -> None:
