@@ -73,3 +73,28 @@ def test_an_mcp_image_result_reaches_the_model_as_an_image(
             },
         ]
     assert cli("verify", "r1").data["verified"] is True
+
+
+def test_an_mcp_image_over_the_part_bound_fails_the_call_with_e032_and_the_run_goes_on(
+    cli: Cli, provider: FakeProvider
+):
+    llm = {"model": provider.openai_spec, "max_retries": 0}
+    tools = {"picture": {"mcp": {"command": SERVER, "tool": "picture"}}}
+    flow = {
+        "name": "look",
+        "nodes": [{"id": "agent", "instruction": "Describe it.", "tools": ["picture"]}],
+        "tools": tools,
+        "llm": llm,
+    }
+    (cli.folder / "look.yaml").write_text(json.dumps(flow))
+
+    done = cli.run("look.yaml", "r1", env={"PLAIT_MAX_PART_BYTES": "100"})
+
+    assert done.data["status"] == "completed", done  # the model heard why and answered
+    sent = json.dumps(provider.requests[1])
+    assert PICTURE not in sent
+    tool = provider.requests[1]["messages"][-1]
+    assert tool["role"] == "tool" and "PLAIT-E032" in tool["content"]
+    assert "content[1]" in tool["content"] and "PLAIT_MAX_PART_BYTES" in tool["content"]
+    assert PICTURE not in json.dumps(cli("trace", "r1").data)  # nor in the journal
+    assert cli("verify", "r1").data["verified"] is True

@@ -17,9 +17,11 @@ from typing import Any
 
 from plait.core.events import Dispatch
 from plait.core.llm_loop import CALL_PREFIX
-from plait.core.outcomes import EffectOutcome, Failed
+from plait.core.outcomes import Completed, EffectOutcome, Failed
+from plait.core.parts import is_part
 from plait.driver.call import CallInfo, set_current_call
 from plait.driver.effects import call_command, call_python, failure_from_exception
+from plait.driver.parts_check import max_part_bytes, part_problem
 from plait.tools.mcp import McpPool, tool_node_arguments
 from plait.tools.python import bind_arguments
 
@@ -90,11 +92,31 @@ class ToolRunner:
             self._mcp = McpPool(self._base_dir)
         try:
             arguments = copy.deepcopy(value)
-            return await self._mcp.call(tool.mcp, arguments, tool.timeout_s, idempotency_key)
+            outcome = await self._mcp.call(tool.mcp, arguments, tool.timeout_s, idempotency_key)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return failure_from_exception(exc)
+        return checked_parts(tool.name, outcome)
+
+
+def checked_parts(tool: str, outcome: EffectOutcome) -> EffectOutcome:
+    """An MCP result's images as a model could take them, else a failed call naming the
+    part (PLAIT-E032): the model hears why, and no oversized image reaches the journal."""
+    value = outcome.result if isinstance(outcome, Completed) else None
+    parts = value.get("content") if isinstance(value, dict) else None
+    if not isinstance(parts, list):
+        return outcome
+    limit = max_part_bytes()
+    for index, part in enumerate(parts):
+        problem = part_problem(part, limit) if is_part(part) else None
+        if problem is not None:
+            return Failed(
+                "ExecutorError",
+                f"PLAIT-E032 content part refused in MCP tool '{tool}''s result:"
+                f" content[{index}]: {problem}",
+            )
+    return outcome
 
 
 _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
