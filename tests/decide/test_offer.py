@@ -38,6 +38,8 @@ def test_the_offer_keeps_the_top_k_above_min_p_and_every_turn_carries_it(tmp_pat
         assert offer["tools"] == ["lookup_order", "issue_refund"]
         assert offer["seq"] == 0 and offer["calibrated"] is False
         assert offer["provider"] == "scripted" and isinstance(offer["latency_ms"], int)
+    table = plait(folder, "trace", "r", "--db", f"sqlite:///{folder}/plait.db", COLUMNS="200")
+    assert "scores 4 tools (offer)" in table.stderr  # the text trace says what was asked
     # verify replays the decision from the journal: the backend's file is gone.
     (folder / "decide.json").unlink()
     checked = verify(folder)

@@ -224,6 +224,12 @@ def _what_text(entry: dict[str, Any]) -> str:
     """What an entry did: the tool it called, or the calls or text of a model turn."""
     if entry["kind"] == "tool":
         return str(entry.get("tool") or "")
+    if entry["kind"] == "decide":  # a question to the decision backend (docs/decide.md)
+        asked = entry.get("input")
+        question: dict[str, Any] = asked if isinstance(asked, dict) else {}
+        items = question.get("items") or ()
+        noun = "tools" if question.get("purpose") == "offer" else "tool pairs"
+        return f"scores {len(items)} {noun} ({question.get('purpose')})"
     if entry.get("calls"):
         return "calls " + ", ".join(str(name) for name in entry["calls"])
     text = entry.get("text")
