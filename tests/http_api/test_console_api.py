@@ -128,3 +128,53 @@ def test_plait_runs_pages_and_filters_as_the_api_does(api: Api):
         assert key in first["runs"][0]  # CONTRACT.md's fields, still there
     bad = json.loads(api.cli("runs", "--since", "yesterday"))
     assert bad["error"]["code"] == "PLAIT-E019"
+
+
+def test_runs_sort_by_update_or_creation_either_way_with_cursors_of_their_sort(api: Api):
+    for name in ("s0", "s1", "s2"):
+        api.start("question", name)
+    ask = api.only_ask("s0")["ask_id"]
+    api.post(f"/runs/s0/asks/{ask}/respond", {"result": 1, "as": "bob"})
+    api.post("/runs/s0/resume")  # s0, the oldest, is now the last one updated
+    moved = api.get("/runs/s0/drawing").json()["run"]["updated_ms"]
+
+    def every(query: str) -> list[str]:
+        ids: list[str] = []
+        cursor = ""
+        while True:
+            got = page(api, query + (f"&cursor={cursor}" if cursor else ""))
+            ids += [run["run_id"] for run in got["runs"]]
+            if got["next_cursor"] is None:
+                return ids
+            cursor = got["next_cursor"]
+
+    assert every("limit=2&sort=updated&order=desc") == ["s0", "s2", "s1"]
+    assert every("limit=2&sort=updated&order=asc") == ["s1", "s2", "s0"]
+    assert every("limit=1&order=asc") == ["s0", "s1", "s2"]
+    assert every("limit=1&sort=created") == ["s2", "s1", "s0"]
+    assert [r["run_id"] for r in page(api, f"updated_since={moved}")["runs"]] == ["s0"]
+    other = page(api, "limit=1&sort=updated")["next_cursor"]
+    for query in (
+        "sort=name",
+        "order=up",
+        f"cursor={other}",
+        f"sort=updated&order=asc&cursor={other}",
+    ):
+        response = api.get("/runs?" + query)
+        assert response.status_code == 400, query
+        assert response.json()["error"]["code"] == "PLAIT-E019"
+
+
+def test_plait_runs_sorts_as_the_api_does(api: Api):
+    for name in ("t0", "t1"):
+        api.start("approval", name)
+
+    oldest = json.loads(api.cli("runs", "--sort", "updated", "--order", "asc", "--limit", "1"))
+    later = json.loads(api.cli("runs", "--sort", "updated", "--order", "asc", "--limit", "1",
+                               "--cursor", oldest["next_cursor"]))  # fmt: skip
+    recent = json.loads(api.cli("runs", "--updated-since", "2999-01-01"))
+    bad = json.loads(api.cli("runs", "--sort", "size"))
+
+    assert [r["run_id"] for r in oldest["runs"] + later["runs"]] == ["t0", "t1"]
+    assert recent["runs"] == []
+    assert bad["error"]["code"] == "PLAIT-E019" and "--sort" in bad["error"]["message"]

@@ -4,6 +4,7 @@ newest first before a seq."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ def add_run(store: Store, run_id: str, created_ms: int, **kw: Any) -> None:
         kw.get("principal", "alice"),
         None,
         created_ms,
-        created_ms,
+        kw.get("updated_ms", created_ms),
     )
     store.create_run(info, {"plan": {"nodes": ["a"]}})
 
@@ -35,9 +36,7 @@ def every_page(store: Store, query: RunQuery) -> list[list[str]]:
         pages.append([info.run_id for info in page.runs])
         if page.next is None:
             return pages
-        query = RunQuery(
-            query.limit, query.status, query.workflow, query.text, query.since_ms, page.next
-        )
+        query = dataclasses.replace(query, after=page.next)
 
 
 def test_pages_cover_every_run_once_newest_first_with_ties_in_insertion_order(store: Store):
@@ -66,6 +65,33 @@ def test_filters_combine_status_workflow_text_and_since(store: Store):
     assert ids(text="b_1") == []  # "_" is a literal underscore: "b-1" does not match
     assert ids(text="%") == []  # so is '%'
     assert ids(text="a-") == ["a-2", "a-1"]
+
+
+def test_pages_sort_by_created_or_updated_either_way_and_cover_every_run_once(store: Store):
+    # created 1000..1006; updated in another order, with ties (insertion order breaks them)
+    updated = [50, 10, 30, 10, 70, 30, 20]
+    for i, when in enumerate(updated):
+        add_run(store, f"r{i}", 1000 + i, updated_ms=when, status="parked" if i % 2 else "failed")
+
+    by_update = every_page(store, RunQuery(limit=3, sort="updated"))
+    oldest_update = every_page(store, RunQuery(limit=2, sort="updated", descending=False))
+    oldest_created = every_page(store, RunQuery(limit=4, descending=False))
+
+    assert by_update == [["r4", "r0", "r5"], ["r2", "r6", "r3"], ["r1"]]
+    assert oldest_update == [["r1", "r3"], ["r6", "r2"], ["r5", "r0"], ["r4"]]
+    assert oldest_created == [["r0", "r1", "r2", "r3"], ["r4", "r5", "r6"]]
+    parked = every_page(store, RunQuery(limit=2, status="parked", sort="updated"))
+    assert parked == [["r5", "r3"], ["r1"]]  # a tie: the later inserted first
+
+
+def test_updated_since_keeps_runs_updated_at_or_after_it(store: Store):
+    add_run(store, "old", 100, updated_ms=150)
+    add_run(store, "moved", 110, updated_ms=900)
+    add_run(store, "new", 800, updated_ms=800)
+
+    page = store.page_runs(RunQuery(updated_since_ms=800, sort="updated"))
+
+    assert [i.run_id for i in page.runs] == ["moved", "new"]
 
 
 def test_a_page_holds_at_most_max_page_runs(store: Store):
