@@ -276,3 +276,18 @@ def test_the_runs_list_sorts_by_its_headers_and_keeps_the_sort_in_the_address(
         page.locator("th[aria-sort='ascending'] #sort-updated").wait_for()
         page.wait_for_function("document.querySelectorAll('#runs tr').length === 3")
         assert shown() == ["mid", "new", "old"]
+
+
+def test_the_timeline_tells_loop_passes_from_retries(folder: Path, console_for: Any):
+    with served(folder, f"sqlite:///{folder / 'runs.db'}", "--workers", "1") as server:
+        server.start("loop", "looped")  # `step` loops on itself: 4 passes, one try each
+        tab: Console = console_for(server)
+        page = tab.page
+
+        tab.open("runs/looped")
+        tries = page.locator("#timeline .effect[data-node='step'] .try")
+        tries.nth(3).wait_for()
+
+        assert sorted(tries.all_text_contents()) == [
+            f"pass {n} · attempt 1 · effect 0" for n in (1, 2, 3, 4)
+        ]
