@@ -5,15 +5,18 @@ newest first before a seq."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import Store
+from plait.store import Store, open_store
 from plait.store.records import IntentWrite, RecordWrite, ResultWrite, RunInfo
-from plait.store.run_pages import MAX_PAGE, RunQuery
+from plait.store.run_pages import MAX_PAGE, RunQuery, page_runs
+from plait.store.sql import SQLITE
 
 
 def add_run(store: Store, run_id: str, created_ms: int, **kw: Any) -> None:
@@ -125,3 +128,22 @@ def test_journal_page_of_an_unknown_run_is_e017(store: Store):
     with pytest.raises(PlaitError) as caught:
         store.journal_page("nope", None, 10)
     assert caught.value.code == "E017"
+
+
+def test_a_page_sorted_by_update_is_a_range_read_on_its_index(tmp_path: Path):
+    open_store(f"sqlite:///{tmp_path / 'runs.db'}").close()  # created at the current schema
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    plans: list[str] = []
+
+    class Explaining:
+        """The real connection, saying how SQLite reads each query before running it."""
+
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            plans.append(" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)))
+            return conn.execute(sql, params)
+
+    page_runs(Explaining(), SQLITE, RunQuery(sort="updated", after=(5, 5)))
+    page_runs(Explaining(), SQLITE, RunQuery(sort="updated", status="parked", descending=False))
+
+    assert "USING INDEX runs_by_updated" in plans[0] and "TEMP B-TREE" not in plans[0]
+    assert "USING INDEX runs_by_status_updated" in plans[1] and "TEMP B-TREE" not in plans[1]
