@@ -158,6 +158,9 @@ def test_a_verb_is_loaded_only_when_named() -> None:
         "since",
         "search",
         "cursor",
+        "sort",
+        "order",
+        "updated_since",
         "db",
         "json_output",
     ]

@@ -204,3 +204,90 @@ def test_a_parent_and_its_child_run_link_each_other(folder: Path, console_for: A
         card.get_by_placeholder("your name").fill("bob")
         card.get_by_role("button", name="Approve").click()
         page.locator("#run-status", has_text="completed").wait_for()
+
+
+def test_waiting_for_a_human_lists_every_pending_ask_with_inline_forms(
+    folder: Path, console_for: Any
+):
+    with served(folder, f"sqlite:///{folder / 'runs.db'}", "--workers", "1") as server:
+        server.start("approval", "wait-a")
+        server.start("approval", "wait-b")
+        server.start("question", "wait-q")
+        tab: Console = console_for(server)
+        page = tab.page
+
+        tab.open("runs")
+        page.get_by_role("link", name="Waiting for a human").click()
+        page.wait_for_url(re.compile(r"/console/asks$"))
+        page.locator("#asks-count", has_text="3 asks pending").wait_for()
+        runs = page.locator("#asks .ask").evaluate_all("cards => cards.map(c => c.dataset.runId)")
+        assert sorted(runs) == ["wait-a", "wait-b", "wait-q"]
+        tab.shot("asks")
+
+        approval = page.locator(".ask[data-run-id='wait-a']")
+        approval.get_by_placeholder("your name").fill("bob")
+        approval.get_by_role("button", name="Approve").click()
+        approval.get_by_text("answered by bob").wait_for()
+        question = page.locator(".ask[data-run-id='wait-q']")
+        question.get_by_placeholder("a JSON value").fill('"all good"')
+        question.get_by_role("button", name="Answer").click()
+        question.get_by_text("answered by bob").wait_for()
+
+        page.reload()  # only what still waits
+        page.locator("#asks-count", has_text="1 ask pending").wait_for()
+        assert page.locator("#asks .ask").count() == 1
+        page.locator(".ask[data-run-id='wait-b']").get_by_role("link", name="wait-b").click()
+        page.wait_for_url(re.compile(r"/console/runs/wait-b$"))
+        tab.open("runs/wait-a")
+        page.locator("#run-status", has_text="completed").wait_for()
+
+
+def test_the_runs_list_sorts_by_its_headers_and_keeps_the_sort_in_the_address(
+    folder: Path, console_for: Any
+):
+    with served(folder, f"sqlite:///{folder / 'runs.db'}", "--workers", "1") as server:
+        for name in ("old", "mid", "new"):
+            server.start("question", name)
+        ask = server.asks("old")[0]["ask_id"]
+        answered = server.post(f"/runs/old/asks/{ask}/respond", {"result": 1, "as": "bob"})
+        assert answered.status_code == 200, answered.text
+        server.post("/runs/old/resume")  # the oldest run is the last one updated
+        tab: Console = console_for(server)
+        page = tab.page
+
+        def shown() -> list[str]:
+            return page.locator("#runs tr").evaluate_all("rows => rows.map(r => r.dataset.runId)")
+
+        tab.open("runs")
+        page.locator("#runs tr").nth(2).wait_for()
+        assert shown() == ["new", "mid", "old"]
+        assert page.locator("th:has(#sort-created)").get_attribute("aria-sort") == "descending"
+
+        page.locator("#sort-updated").click()
+        page.wait_for_url(re.compile(r"/console/runs\?sort=updated&order=desc$"))
+        page.locator("th[aria-sort='descending'] #sort-updated").wait_for()
+        page.wait_for_function("document.querySelector('#runs tr')?.dataset.runId === 'old'")
+        assert page.locator("th:has(#sort-created)").get_attribute("aria-sort") == "none"
+
+        page.locator("#sort-updated").click()  # again: the other way
+        page.wait_for_url(re.compile(r"sort=updated&order=asc$"))
+        page.wait_for_function("document.querySelector('#runs tr')?.dataset.runId === 'mid'")
+        page.reload()
+        page.locator("th[aria-sort='ascending'] #sort-updated").wait_for()
+        page.wait_for_function("document.querySelectorAll('#runs tr').length === 3")
+        assert shown() == ["mid", "new", "old"]
+
+
+def test_the_timeline_tells_loop_passes_from_retries(folder: Path, console_for: Any):
+    with served(folder, f"sqlite:///{folder / 'runs.db'}", "--workers", "1") as server:
+        server.start("loop", "looped")  # `step` loops on itself: 4 passes, one try each
+        tab: Console = console_for(server)
+        page = tab.page
+
+        tab.open("runs/looped")
+        tries = page.locator("#timeline .effect[data-node='step'] .try")
+        tries.nth(3).wait_for()
+
+        assert sorted(tries.all_text_contents()) == [
+            f"pass {n} · attempt 1 · effect 0" for n in (1, 2, 3, 4)
+        ]

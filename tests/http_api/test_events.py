@@ -152,6 +152,12 @@ class MovingStore:
             checkpoints=[c for c in whole.checkpoints if c.seq > after_seq],
         )
 
+    def manifests(self, run_id: str) -> list[dict]:
+        return [{"workflow": {"nodes": [{"id": "a"}]}}]
+
+    def checkpoint_beside(self, run_id: str, seq: int, *, later: bool) -> None:
+        return None  # none: each effect is in its node's first pass
+
     def close(self) -> None:
         self.closed = True
 

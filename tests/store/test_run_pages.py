@@ -4,15 +4,19 @@ newest first before a seq."""
 
 from __future__ import annotations
 
+import dataclasses
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store import Store
+from plait.store import Store, open_store
 from plait.store.records import IntentWrite, RecordWrite, ResultWrite, RunInfo
-from plait.store.run_pages import MAX_PAGE, RunQuery
+from plait.store.run_pages import MAX_PAGE, RunQuery, page_runs
+from plait.store.sql import SQLITE
 
 
 def add_run(store: Store, run_id: str, created_ms: int, **kw: Any) -> None:
@@ -23,7 +27,7 @@ def add_run(store: Store, run_id: str, created_ms: int, **kw: Any) -> None:
         kw.get("principal", "alice"),
         None,
         created_ms,
-        created_ms,
+        kw.get("updated_ms", created_ms),
     )
     store.create_run(info, {"plan": {"nodes": ["a"]}})
 
@@ -35,9 +39,7 @@ def every_page(store: Store, query: RunQuery) -> list[list[str]]:
         pages.append([info.run_id for info in page.runs])
         if page.next is None:
             return pages
-        query = RunQuery(
-            query.limit, query.status, query.workflow, query.text, query.since_ms, page.next
-        )
+        query = dataclasses.replace(query, after=page.next)
 
 
 def test_pages_cover_every_run_once_newest_first_with_ties_in_insertion_order(store: Store):
@@ -66,6 +68,33 @@ def test_filters_combine_status_workflow_text_and_since(store: Store):
     assert ids(text="b_1") == []  # "_" is a literal underscore: "b-1" does not match
     assert ids(text="%") == []  # so is '%'
     assert ids(text="a-") == ["a-2", "a-1"]
+
+
+def test_pages_sort_by_created_or_updated_either_way_and_cover_every_run_once(store: Store):
+    # created 1000..1006; updated in another order, with ties (insertion order breaks them)
+    updated = [50, 10, 30, 10, 70, 30, 20]
+    for i, when in enumerate(updated):
+        add_run(store, f"r{i}", 1000 + i, updated_ms=when, status="parked" if i % 2 else "failed")
+
+    by_update = every_page(store, RunQuery(limit=3, sort="updated"))
+    oldest_update = every_page(store, RunQuery(limit=2, sort="updated", descending=False))
+    oldest_created = every_page(store, RunQuery(limit=4, descending=False))
+
+    assert by_update == [["r4", "r0", "r5"], ["r2", "r6", "r3"], ["r1"]]
+    assert oldest_update == [["r1", "r3"], ["r6", "r2"], ["r5", "r0"], ["r4"]]
+    assert oldest_created == [["r0", "r1", "r2", "r3"], ["r4", "r5", "r6"]]
+    parked = every_page(store, RunQuery(limit=2, status="parked", sort="updated"))
+    assert parked == [["r5", "r3"], ["r1"]]  # a tie: the later inserted first
+
+
+def test_updated_since_keeps_runs_updated_at_or_after_it(store: Store):
+    add_run(store, "old", 100, updated_ms=150)
+    add_run(store, "moved", 110, updated_ms=900)
+    add_run(store, "new", 800, updated_ms=800)
+
+    page = store.page_runs(RunQuery(updated_since_ms=800, sort="updated"))
+
+    assert [i.run_id for i in page.runs] == ["moved", "new"]
 
 
 def test_a_page_holds_at_most_max_page_runs(store: Store):
@@ -99,3 +128,22 @@ def test_journal_page_of_an_unknown_run_is_e017(store: Store):
     with pytest.raises(PlaitError) as caught:
         store.journal_page("nope", None, 10)
     assert caught.value.code == "E017"
+
+
+def test_a_page_sorted_by_update_is_a_range_read_on_its_index(tmp_path: Path):
+    open_store(f"sqlite:///{tmp_path / 'runs.db'}").close()  # created at the current schema
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    plans: list[str] = []
+
+    class Explaining:
+        """The real connection, saying how SQLite reads each query before running it."""
+
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            plans.append(" ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)))
+            return conn.execute(sql, params)
+
+    page_runs(Explaining(), SQLITE, RunQuery(sort="updated", after=(5, 5)))
+    page_runs(Explaining(), SQLITE, RunQuery(sort="updated", status="parked", descending=False))
+
+    assert "USING INDEX runs_by_updated" in plans[0] and "TEMP B-TREE" not in plans[0]
+    assert "USING INDEX runs_by_status_updated" in plans[1] and "TEMP B-TREE" not in plans[1]

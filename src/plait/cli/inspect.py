@@ -19,6 +19,7 @@ from plait.driver.run_listing import (
     DEFAULT_LIMIT,
     Filters,
     check_limit,
+    check_sort,
     parse_since,
     runs_page_object,
 )
@@ -56,17 +57,38 @@ def runs(
         str | None,
         typer.Option("--cursor", metavar="C", help="The next page: a page's next_cursor."),
     ] = None,
+    sort: Annotated[
+        str | None,
+        typer.Option("--sort", metavar="BY", help="created (the default) or updated."),
+    ] = None,
+    order: Annotated[
+        str | None,
+        typer.Option("--order", metavar="ORDER", help="desc (newest first, the default) or asc."),
+    ] = None,
+    updated_since: Annotated[
+        str | None,
+        typer.Option(
+            "--updated-since",
+            metavar="WHEN",
+            help="Only runs updated since (ISO 8601, UTC by default).",
+        ),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """List runs, newest first (a page of them with --limit and the filters)."""
+    """List runs, newest first (a page of them with --limit, the filters or --sort)."""
     out = Output(json_output)
-    paged = (limit, workflow, since, search, cursor) != (None, None, None, None, None)
+    asked = (limit, workflow, since, search, cursor, sort, order, updated_since)
+    paged = any(value is not None for value in asked)
     with out.reporting():
         check_run_status(status)  # before the store is opened (or created)
         since_ms = None if since is None else parse_since(since, "--since")
+        updated_ms = (
+            None if updated_since is None else parse_since(updated_since, "--updated-since")
+        )
         if limit is not None:
             check_limit(limit, "--limit")
+        check_sort(sort or "created", order or "desc", sort_option="--sort", order_option="--order")
         with runtime(db, reading=True) as rt:
             if paged:
                 filters = Filters(
@@ -76,6 +98,9 @@ def runs(
                     search,
                     since_ms,
                     cursor,
+                    sort or "created",
+                    order or "desc",
+                    updated_ms,
                 )
                 listed = runs_page_object(rt, filters, run_row(rt))
             else:

@@ -56,7 +56,7 @@ VERBS = (
     Verb("fork", "plait.cli.run", "fork",
          "Start a new run from a checkpoint of RUN_ID (the base run is never touched)."),
     Verb("runs", "plait.cli.inspect", "runs",
-         "List runs, newest first (a page of them with --limit and the filters)."),
+         "List runs, newest first (a page of them with --limit, the filters or --sort)."),
     Verb("conversations", "plait.cli.conversations", "conversations",
          "List conversations, latest update first: their runs, turns and last status."),
     Verb("show", "plait.cli.inspect", "show",

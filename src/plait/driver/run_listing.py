@@ -4,7 +4,9 @@ budget, and what a parked run waits for.
 
 A page is a keyset page (``store.run_pages``): its ``next_cursor`` is an opaque string
 naming where the next page starts, so paging stays one indexed read however deep it
-goes. The rows keep every field of ``plait runs --json`` (CONTRACT.md) and add their own.
+goes. Runs are sorted by creation or last update (``sort``), newest or oldest first
+(``order``); a cursor names its sort, so it is refused (PLAIT-E019) with another one.
+The rows keep every field of ``plait runs --json`` (CONTRACT.md) and add their own.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
 from plait.store.records import RunInfo
-from plait.store.run_pages import MAX_PAGE, RunQuery
+from plait.store.run_pages import MAX_PAGE, SORT_COLUMNS, RunQuery
 
 if TYPE_CHECKING:
     from plait.driver.runtime import Runtime
 
 DEFAULT_LIMIT = 50
+ORDERS = ("desc", "asc")
 
 
 @dataclass(frozen=True)
@@ -33,18 +36,44 @@ class Filters:
     text: str | None = None
     since_ms: int | None = None
     cursor: str | None = None
+    sort: str = "created"
+    order: str = "desc"
+    updated_since_ms: int | None = None
 
 
-def encode_cursor(at: tuple[int, int]) -> str:
-    return f"{at[0]}.{at[1]}"
+def encode_cursor(at: tuple[int, int], sort: str = "created", order: str = "desc") -> str:
+    """``TIME.ROW`` for the default sort (newest created first), else ``SORT.ORDER.TIME.ROW``."""
+    plain = f"{at[0]}.{at[1]}"
+    return plain if (sort, order) == ("created", "desc") else f"{sort}.{order}.{plain}"
 
 
-def decode_cursor(cursor: str, option: str) -> tuple[int, int]:
-    """The ``(created_ms, order)`` a cursor names; PLAIT-E019 for one no page gave."""
-    created, _, order = cursor.partition(".")
-    if not (created.isascii() and created.isdigit() and order.isascii() and order.isdigit()):
+def decode_cursor(
+    cursor: str, option: str, sort: str = "created", order: str = "desc"
+) -> tuple[int, int]:
+    """The ``(sort time, row order)`` a cursor names; PLAIT-E019 for one no page gave, or
+    one a page of another sort or order gave."""
+    *named, moment, row = cursor.split(".") if cursor.count(".") in (1, 3) else ["", ""]
+    if not (moment.isascii() and moment.isdigit() and row.isascii() and row.isdigit()):
         raise PlaitError("E019", f"{option} {cursor!r}: not a cursor a page of runs gave")
-    return int(created), int(order)
+    if named and named != [sort, order]:
+        raise PlaitError(
+            "E019",
+            f"{option} {cursor!r}: a cursor of runs sorted by {'.'.join(named)!r},"
+            f" not by {sort!r} {order!r}; start again without it",
+        )
+    if not named and (sort, order) != ("created", "desc"):
+        raise PlaitError(
+            "E019", f"{option} {cursor!r}: a cursor of runs sorted by 'created' 'desc'"
+        )
+    return int(moment), int(row)
+
+
+def check_sort(sort: str, order: str, *, sort_option: str, order_option: str) -> None:
+    """PLAIT-E019 for a sort or order no page knows."""
+    if sort not in SORT_COLUMNS:
+        raise PlaitError("E019", f"{sort_option} {sort!r}: expected one of created, updated")
+    if order not in ORDERS:
+        raise PlaitError("E019", f"{order_option} {order!r}: expected one of desc, asc")
 
 
 def parse_since(text: str, option: str) -> int:
@@ -69,13 +98,21 @@ def check_limit(limit: int, option: str) -> None:
 def query_of(filters: Filters, *, cursor_option: str = "cursor") -> RunQuery:
     """The store query for ``filters``; PLAIT-E019 for a limit out of range or a bad cursor."""
     check_limit(filters.limit, "limit")
-    after = None if not filters.cursor else decode_cursor(filters.cursor, cursor_option)
+    check_sort(filters.sort, filters.order, sort_option="sort", order_option="order")
+    after = (
+        None
+        if not filters.cursor
+        else decode_cursor(filters.cursor, cursor_option, filters.sort, filters.order)
+    )
     return RunQuery(
         limit=filters.limit,
         status=filters.status,
         workflow=filters.workflow,
         text=filters.text or None,
         since_ms=filters.since_ms,
+        updated_since_ms=filters.updated_since_ms,
+        sort=filters.sort,
+        descending=filters.order == "desc",
         after=after,
     )
 
@@ -86,7 +123,9 @@ def runs_page_object(rt: Runtime, filters: Filters, row: Any) -> dict[str, Any]:
     page = rt.store.page_runs(query_of(filters))
     return {
         "runs": [row(info) | summary(rt, info) for info in page.runs],
-        "next_cursor": None if page.next is None else encode_cursor(page.next),
+        "next_cursor": (
+            None if page.next is None else encode_cursor(page.next, filters.sort, filters.order)
+        ),
     }
 
 

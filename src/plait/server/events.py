@@ -32,6 +32,7 @@ from fastapi.responses import StreamingResponse
 
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
+from plait.driver.effect_passes import Pass, effect_passes
 from plait.server.bodies import ApiRoute
 from plait.server.deltas import DeltaHub, Subscription
 from plait.server.settings import ServerSettings, Settings
@@ -45,10 +46,16 @@ SETTLED = frozenset({"parked", "completed", "failed", "stalled", "canceled", "bu
 """Statuses a run stays in until someone acts: the stream ends there."""
 
 
-def item_json(item: JournalItem) -> dict[str, Any]:
-    """A journal item as an event's data; ``type`` says which kind of item it is."""
+def item_json(item: JournalItem, passes: dict[int, Pass] | None = None) -> dict[str, Any]:
+    """A journal item as an event's data; ``type`` says which kind of item it is. An
+    intent that ``passes`` places (``driver.effect_passes``) says its loop pass and its
+    try within it (``generation``, ``pass_attempt``)."""
     if isinstance(item, IntentRecord):
-        return {
+        placed = None if passes is None else passes.get(item.seq)
+        where = {} if placed is None else {
+            "generation": placed.generation, "pass_attempt": placed.attempt
+        }  # fmt: skip
+        return where | {
             "seq": item.seq,
             "type": "intent",
             "key": item.key.to_json(),
@@ -84,15 +91,24 @@ def frame(event: str, data: dict[str, Any], seq: int | None = None) -> str:
     return f"{head}event: {event}\ndata: {dumps(data)}\n\n"
 
 
-def batch(store: Store, run_id: str, after: int) -> tuple[str, list[JournalItem]]:
-    """The run's status, then every item after ``after``.
+def batch(store: Store, run_id: str, after: int) -> tuple[str, list[JournalItem], dict[int, Pass]]:
+    """The run's status, then every item after ``after``, and the loop pass of each of
+    its effects that a checkpoint places.
 
     The status is read first: when it says parked or finished, every item written
     before it got there is in the items read after it.
     """
     status = store.get_run(run_id).status
     items = store.load_journal(run_id, after_seq=after).items()  # what is new only
-    return status, items
+    return status, items, passes_of(store, run_id, items)
+
+
+def passes_of(store: Store, run_id: str, items: list[JournalItem]) -> dict[int, Pass]:
+    """``effect_passes`` for ``items``, with the nodes of the plan the run lives on."""
+    if not any(isinstance(item, IntentRecord) for item in items):
+        return {}
+    nodes = [str(node["id"]) for node in store.manifests(run_id)[-1]["workflow"]["nodes"]]
+    return effect_passes(store, run_id, nodes, items)
 
 
 async def journal_events(
@@ -108,13 +124,13 @@ async def journal_events(
     try:
         idle = 0.0
         while True:
-            status, items = await asyncio.to_thread(batch, store, run_id, after)
+            status, items, passes = await asyncio.to_thread(batch, store, run_id, after)
             # Drained after the read: a turn's deltas were offered before its result was
             # committed, and the loop runs those offers before it resumes this read.
             for delta in sub.drain() if sub is not None else ():
                 yield frame("delta", delta.to_json())
             for item in items:
-                data = item_json(item)
+                data = item_json(item, passes)
                 yield frame(data["type"], data, item.seq)
                 after = item.seq
             if status in SETTLED:

@@ -38,16 +38,29 @@ def runs(
     workflow: str | None = None,
     q: str | None = None,
     since: int | None = None,
+    sort: str | None = None,
+    order: str | None = None,
+    updated_since: int | None = None,
 ) -> Any:
-    """``plait runs [--status S]``; with any of ``limit``, ``cursor``, ``workflow``, ``q``
-    or ``since``, one page of them (``driver.run_listing``) with its ``next_cursor``."""
+    """``plait runs [--status S]``; with any of ``limit``, ``cursor``, ``workflow``, ``q``,
+    ``since``, ``sort``, ``order`` or ``updated_since``, one page of them
+    (``driver.run_listing``) with its ``next_cursor``."""
     verbs.check_run_status(status, option="status")
-    paged = (limit, cursor, workflow, q, since) != (None, None, None, None, None)
+    asked = (limit, cursor, workflow, q, since, sort, order, updated_since)
+    paged = any(value is not None for value in asked)
     with settings.runtime() as rt:
         if not paged:
             return verbs.runs_object(rt, status, option="status")
         filters = Filters(
-            DEFAULT_LIMIT if limit is None else limit, status, workflow, q, since, cursor
+            DEFAULT_LIMIT if limit is None else limit,
+            status,
+            workflow,
+            q,
+            since,
+            cursor,
+            sort or "created",
+            order or "desc",
+            updated_since,
         )
         return runs_page_object(rt, filters, verbs.run_row(rt))
 

@@ -138,6 +138,10 @@ class Store(Protocol):
         """The last checkpoint written, or None; PLAIT-E017 for an unknown run."""
         ...
 
+    def checkpoint_beside(self, run_id: str, seq: int, *, later: bool) -> CheckpointMeta | None:
+        """The nearest checkpoint after journal ``seq`` (``later``) or before it, or None."""
+        ...
+
     def stored_bytes(self, run_id: str | None = None) -> int:
         """Payload bytes held for one run (nodes it wrote first included), or for all runs."""
         ...

@@ -579,6 +579,10 @@ class PostgresStore:
         with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
             return sql.latest_checkpoint(conn, POSTGRES, run_id)
 
+    def checkpoint_beside(self, run_id: str, seq: int, *, later: bool) -> CheckpointMeta | None:
+        with self._connection(f"reading a checkpoint of run '{run_id}'") as conn:
+            return sql.checkpoint_beside(conn, POSTGRES, run_id, seq, later=later)
+
     def stored_bytes(self, run_id: str | None = None) -> int:
         with self._connection("measuring stored bytes") as conn:
             if run_id is None:

@@ -1,11 +1,13 @@
 """Reading runs and journals a page at a time, for lists that may hold 10,000 runs and
 journals of 100,000 items (the console, ``GET /runs?limit``, ``plait runs --limit``).
 
-Pages are keyset pages: a runs page goes on after the ``(created_ms, row order)`` of the
-last run it showed, a journal page before the smallest ``seq`` it showed, so each page
-is one indexed range read however deep it is (``runs_by_created``, ``runs_by_status``,
-``runs_by_workflow`` and the journal's ``(run_id, seq)`` key), and runs created while a
-reader pages on never shift the pages it has not read yet.
+Pages are keyset pages: a runs page goes on after the ``(sort time, row order)`` of the
+last run it showed (the sort time is ``created_ms`` or ``updated_ms``, as the query
+sorts), a journal page before the smallest ``seq`` it showed, so each page is one indexed
+range read however deep it is (``runs_by_created``, ``runs_by_updated``,
+``runs_by_status``, ``runs_by_status_updated``, ``runs_by_workflow`` and the journal's
+``(run_id, seq)`` key), and runs created while a reader pages on never shift the pages it
+has not read yet (sorted by update, a run that moves is listed where it now sorts).
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from plait.store.sql import Connection, Dialect, NodeReader, journal_of
 MAX_PAGE = 1000
 """The most rows one page holds, whatever the caller asks for."""
 
+SORT_COLUMNS = {"created": "created_ms", "updated": "updated_ms"}
+"""What a runs page may be sorted by, and the column each sorts on."""
+
 
 @dataclass(frozen=True)
 class RunQuery:
-    """Which runs a page lists: filters, and where the page starts (``after``, the
-    ``(created_ms, order)`` of the last run of the page before)."""
+    """Which runs a page lists: filters, its order, and where the page starts (``after``,
+    the ``(sort time, order)`` of the last run of the page before)."""
 
     limit: int = 50
     status: str | None = None
@@ -32,19 +37,26 @@ class RunQuery:
     """Part of a run id, workflow name or principal (case-sensitive)."""
     since_ms: int | None = None
     """Only runs created at or after this time."""
+    updated_since_ms: int | None = None
+    """Only runs updated at or after this time."""
+    sort: str = "created"
+    """``created`` or ``updated`` (``SORT_COLUMNS``)."""
+    descending: bool = True
     after: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
 class RunPage:
-    """One page of runs, newest first; ``next`` is where the next page starts (None: last)."""
+    """One page of runs in the query's order; ``next`` is where the next page starts
+    (None: last)."""
 
     runs: list[RunInfo]
     next: tuple[int, int] | None
 
 
 def page_runs(conn: Connection, d: Dialect, query: RunQuery) -> RunPage:
-    """One page of runs matching ``query``, newest first (insertion order breaks ties)."""
+    """One page of runs matching ``query`` in its order (insertion order breaks ties)."""
+    column = SORT_COLUMNS[query.sort]
     where: list[str] = []
     params: list[object] = []
     if query.status is not None:
@@ -56,6 +68,9 @@ def page_runs(conn: Connection, d: Dialect, query: RunQuery) -> RunPage:
     if query.since_ms is not None:
         where.append("created_ms >= ?")
         params.append(query.since_ms)
+    if query.updated_since_ms is not None:
+        where.append("updated_ms >= ?")
+        params.append(query.updated_since_ms)
     if query.text:
         pattern = "%" + _like_escaped(query.text) + "%"
         where.append(
@@ -63,19 +78,21 @@ def page_runs(conn: Connection, d: Dialect, query: RunQuery) -> RunPage:
             " OR principal LIKE ? ESCAPE '\\')"
         )
         params += [pattern, pattern, pattern]
+    beyond, direction = ("<", "DESC") if query.descending else (">", "ASC")
     if query.after is not None:
-        where.append(f"(created_ms < ? OR (created_ms = ? AND {d.row_order} < ?))")
+        where.append(f"({column} {beyond} ? OR ({column} = ? AND {d.row_order} {beyond} ?))")
         params += [query.after[0], query.after[0], query.after[1]]
     limit = max(1, min(query.limit, MAX_PAGE))
     sql = f"SELECT {', '.join(RUN_COLUMNS)}, {d.row_order} FROM runs"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += f" ORDER BY created_ms DESC, {d.row_order} DESC LIMIT ?"
+    sql += f" ORDER BY {column} {direction}, {d.row_order} {direction} LIMIT ?"
     rows = conn.execute(d.q(sql), (*params, limit + 1)).fetchall()
     shown = rows[:limit]
     runs = [run_from_row(row[:-1]) for row in shown]
     more = len(rows) > limit and shown
-    return RunPage(runs, (int(shown[-1][5]), int(shown[-1][-1])) if more else None)
+    at = RUN_COLUMNS.index(column)
+    return RunPage(runs, (int(shown[-1][at]), int(shown[-1][-1])) if more else None)
 
 
 def _like_escaped(text: str) -> str:

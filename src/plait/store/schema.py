@@ -225,6 +225,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (conversation, position)
         )""",
     )),
+    # 10: the console and `plait runs --sort updated` page through runs by their last
+    # update (store/run_pages.py), all of them or one status's: keyset ranges on these.
+    Migration((
+        "CREATE INDEX runs_by_updated ON runs (updated_ms{order})",
+        "CREATE INDEX runs_by_status_updated ON runs (status, updated_ms{order})",
+    )),
 )  # fmt: skip
 
 

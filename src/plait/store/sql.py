@@ -370,6 +370,23 @@ def _checkpoint_bytes(
     return data
 
 
+def checkpoint_beside(
+    conn: Connection, d: Dialect, run_id: str, seq: int, *, later: bool
+) -> CheckpointMeta | None:
+    """The nearest checkpoint after journal ``seq`` (``later``) or before it, or None: a
+    short range read on the journal's ``(run_id, seq)`` key (a checkpoint ends each
+    superstep)."""
+    beyond, order = (">", "ASC") if later else ("<", "DESC")
+    row = conn.execute(
+        d.q(
+            "SELECT seq, superstep, sha256, size FROM journal WHERE run_id = ?"
+            f" AND item = 'checkpoint' AND seq {beyond} ? ORDER BY seq {order} LIMIT 1"
+        ),
+        (run_id, seq),
+    ).fetchone()
+    return None if row is None else CheckpointMeta(*row)
+
+
 def latest_checkpoint(conn: Connection, d: Dialect, run_id: str) -> CheckpointMeta | None:
     """The last checkpoint written, or None; PLAIT-E017 for an unknown run."""
     row = conn.execute(

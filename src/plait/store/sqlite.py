@@ -499,6 +499,10 @@ class SqliteStore:
         with self._lock, self._read() as conn:
             return sql.latest_checkpoint(conn, SQLITE, run_id)
 
+    def checkpoint_beside(self, run_id: str, seq: int, *, later: bool) -> CheckpointMeta | None:
+        with self._lock, self._read() as conn:
+            return sql.checkpoint_beside(conn, SQLITE, run_id, seq, later=later)
+
     def stored_bytes(self, run_id: str | None = None) -> int:
         where, params = ("", ()) if run_id is None else (" WHERE run_id = ?", (run_id,))
         with self._lock, self._read() as conn:

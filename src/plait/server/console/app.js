@@ -1,5 +1,6 @@
 // The console's entry: the token, who you are (GET /me), and the address -> view router.
-// Views: runs (the list), runs/ID (one run), start (a form to start a run). Links under
+// Views: runs (the list), runs/ID (one run), asks (every pending ask), start (a form to
+// start a run). Links under
 // /console/ are followed without reloading; back/forward and reload draw the same view.
 "use strict";
 
@@ -7,6 +8,7 @@ import { $, CONSOLE, actingAs, api, el, forgetToken, me, notice, setActingAs, se
 import { runView } from "./run.js";
 import { runsView } from "./runs.js";
 import { startView } from "./start.js";
+import { asksView } from "./waiting.js";
 
 let cleanup = () => {};
 let drawnPath = null;
@@ -39,6 +41,10 @@ function render(opts) {
     drawnPath = "run";
     document.title = "plait · run " + decodeURIComponent(match[1]);
     cleanup = runView(view, decodeURIComponent(match[1]), go);
+  } else if (rest === "asks") {
+    drawnPath = "asks";
+    document.title = "plait · waiting for a human";
+    cleanup = asksView(view);
   } else if (rest === "start") {
     drawnPath = "start";
     document.title = "plait · start a run";
@@ -102,6 +108,7 @@ $("login-form").addEventListener("submit", (e) => {
 $("forget").addEventListener("click", () => { forgetToken(); showLogin(); });
 $("home").href = CONSOLE + "runs";
 $("nav-runs").href = CONSOLE + "runs";
+$("nav-asks").href = CONSOLE + "asks";
 $("nav-parked").href = CONSOLE + "runs?status=parked";
 $("nav-start").href = CONSOLE + "start";
 if (token()) whoAmI();

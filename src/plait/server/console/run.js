@@ -4,9 +4,9 @@
 // they come; the header, graph and asks are re-read (small requests) after each burst.
 "use strict";
 
-import { CONSOLE, ROOT, actingAs, acting, api, badge, duration, el, enc, errorLine, expandable,
-         link, me, setActingAs, when } from "./dom.js";
-import { schemaForm } from "./forms.js";
+import { askCard } from "./ask_card.js";
+import { CONSOLE, ROOT, actingAs, acting, api, badge, duration, el, enc, errorLine, expandable, link,
+         when } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { Timeline } from "./timeline.js";
 
@@ -168,62 +168,14 @@ export function runView(view, runId, go) {
     if (!asks.length) { asksBox.append(el("p", { class: "muted", text: "nothing pending" })); return; }
     const schemas = {};
     for (const node of drawing.nodes) if (node.schema) schemas[node.id] = node.schema;
-    for (const ask of asks) asksBox.append(askCard(ask, schemas[ask.node]));
+    for (const ask of asks) asksBox.append(card(ask, schemas[ask.node]));
   }
 
-  function askCard(ask, schema) {
-    const line = errorLine();
-    const askPath = `runs/${enc(ask.run_id)}/asks/${enc(ask.ask_id)}`;
-    const reason = el("input", { placeholder: ask.approval ? "reason (needed to deny)" : "reason (needed to refuse)", size: "24", "aria-label": "reason" });
-    const card = el("div", { class: "ask", "data-ask": ask.ask_id },
-      el("div", { class: "row" }, el("strong", { text: ask.prompt || "(no prompt)" }),
-         el("span", { class: "muted", text: `node ${ask.node}` + (ask.tool_name ? ` · tool ${ask.tool_name}` : "") })),
-      ask.run_id !== runId ? el("div", {}, "in child run ", link(CONSOLE + "runs/" + enc(ask.run_id), ask.run_id, { class: "mono" })) : "",
-      ask.input !== undefined ? expandable("input", ask.input) : "",
-      ask.expires_at ? el("div", { class: "muted", text: "expires " + when(ask.expires_at * 1000) }) : "");
-    const who = el("input", { size: "14", value: actingAs(), "aria-label": "your name", placeholder: "your name" });
-    const whoRow = el("div", { class: "row" }, el("span", { text: me.principal ? `acting as ${me.principal}` : "You are" }));
-    if (!me.principal) whoRow.append(who);
-    card.append(whoRow);
-    function body(extra) {
-      const out = { ...extra };
-      const name = me.principal || who.value.trim();
-      if (!me.principal && name) { setActingAs(name); out.as = name; }
-      return out;
-    }
-    const answered = (r) => { card.replaceChildren(el("div", { class: "muted", text: `answered by ${r.by}; following the run…` })); refreshSoon(); follow(); };
-    if (ask.approval) {
-      const approve = el("button", { class: "primary", text: "Approve" });
-      const deny = el("button", { class: "danger", text: "Deny" });
-      approve.addEventListener("click", async () => {
-        const r = await acting(line, approve, () => api("POST", `${askPath}/approve`, body(reason.value ? { reason: reason.value } : {})));
-        if (r) answered(r);
-      });
-      deny.addEventListener("click", async () => {
-        if (!reason.value.trim()) { line.textContent = "a denial needs a reason"; reason.focus(); return; }
-        const r = await acting(line, deny, () => api("POST", `${askPath}/deny`, body({ reason: reason.value })));
-        if (r) answered(r);
-      });
-      card.append(el("div", { class: "row" }, reason, approve, deny));
-    } else {
-      const form = schemaForm(schema);
-      const send = el("button", { class: "primary", text: "Answer" });
-      const refuse = el("button", { class: "danger", text: "Refuse" });
-      send.addEventListener("click", async () => {
-        let result;
-        try { result = form.value(); } catch (e) { line.textContent = e.message; return; }
-        const r = await acting(line, send, () => api("POST", `${askPath}/respond`, body({ result })));
-        if (r) answered(r);
-      });
-      refuse.addEventListener("click", async () => {
-        if (!reason.value.trim()) { line.textContent = "a refusal needs a reason"; reason.focus(); return; }
-        const r = await acting(line, refuse, () => api("POST", `${askPath}/respond`, body({ deny: reason.value })));
-        if (r) answered(r);
-      });
-      card.append(form.node, el("div", { class: "row" }, send, reason, refuse));
-    }
-    card.append(line);
-    return card;
+  function card(ask, schema) {
+    return askCard(ask, schema, {
+      shownRunId: runId,
+      onAnswered: (r, node) => { node.firstChild.textContent += "; following the run…"; refreshSoon(); follow(); },
+    });
   }
 
   // --- the event stream: new items added to the timeline as they come -----------------

@@ -1,7 +1,9 @@
-// The runs list (/console/runs?status&workflow&q&since&cursor): one page from the server
+// The runs list (/console/runs?status&workflow&q&since&updated_since&sort&order&cursor):
+// one page from the server
 // (GET /runs?limit=...), so the page holds at most PAGE rows however many runs the store
 // has. The first page refreshes in the background, updating rows in place (keyed by run
 // id), so input is never blocked and focus never lost. j/k move, Enter opens, / searches.
+// The started and updated headers sort (aria-sort says how); the sort is in the address.
 "use strict";
 
 import { CONSOLE, api, badge, duration, el, enc, errorLine, link, preview, when } from "./dom.js";
@@ -42,6 +44,7 @@ function cells(run) {
     el("td", {}, badge(run.status)),
     el("td", { text: preview(outcomeText(run), 160) }),
     el("td", { class: "mono", text: when(run.created_ms) }),
+    el("td", { class: "mono", text: when(run.updated_ms) }),
     el("td", { text: duration(run.duration_ms) }),
     el("td", { text: run.principal }),
     el("td", { text: spentText(run) }),
@@ -70,10 +73,27 @@ export function runsView(view, params, go) {
     el("button", { class: "primary", text: "Apply" }));
   const line = errorLine();
   const body = el("tbody", { id: "runs" });
+  const sort = params.get("sort") === "updated" ? "updated" : "created";
+  const order = params.get("order") === "asc" ? "asc" : "desc";
+  function sortable(title, by) {
+    // A header button: sorts by this column newest first, or flips the order if it already does.
+    const current = sort === by;
+    const th = el("th", { "aria-sort": current ? (order === "asc" ? "ascending" : "descending") : "none" });
+    const arrow = current ? (order === "asc" ? " \u25B2" : " \u25BC") : "";
+    const button = el("button", { type: "button", class: "sort", id: "sort-" + by, text: title + arrow });
+    button.addEventListener("click", () => {
+      const flipped = current && order === "desc" ? "asc" : "desc";
+      go("runs?" + query({ sort: by, order: flipped }));
+    });
+    th.append(button);
+    return th;
+  }
+  const plain = (t) => el("th", { text: t });
   const table = el("table", {},
-    el("colgroup", {}, ...[17, 10, 9, 25, 12, 8, 7, 12].map(column)),
-    el("thead", {}, el("tr", {}, ...["run", "workflow", "status", "outcome / waiting", "started (UTC)",
-                                     "duration", "by", "spent / budget"].map((t) => el("th", { text: t })))),
+    el("colgroup", {}, ...[15, 9, 9, 20, 11, 11, 7, 7, 11].map(column)),
+    el("thead", {}, el("tr", {}, ...["run", "workflow", "status", "outcome / waiting"].map(plain),
+                       sortable("started (UTC)", "created"), sortable("updated (UTC)", "updated"),
+                       ...["duration", "by", "spent / budget"].map(plain))),
     body);
   const first = el("button", { text: "First page", type: "button" });
   const next = el("button", { text: "Next page", type: "button" });
@@ -87,6 +107,9 @@ export function runsView(view, params, go) {
     if (workflow.value.trim()) out.set("workflow", workflow.value.trim());
     if (q.value.trim()) out.set("q", q.value.trim());
     if (since.value) out.set("since", since.value);
+    if (params.get("updated_since")) out.set("updated_since", params.get("updated_since"));
+    if (sort !== "created") out.set("sort", sort);
+    if (order !== "desc") out.set("order", order);
     for (const [k, v] of Object.entries(extra || {})) out.set(k, v);
     return out;
   }
@@ -106,6 +129,9 @@ export function runsView(view, params, go) {
     const out = new URLSearchParams({ limit: String(PAGE) });
     for (const key of ["status", "workflow", "q", "cursor"]) if (params.get(key)) out.set(key, params.get(key));
     if (params.get("since")) out.set("since", String(Date.parse(params.get("since") + "Z")));
+    if (params.get("updated_since")) out.set("updated_since", String(Date.parse(params.get("updated_since") + "Z")));
+    out.set("sort", sort);
+    out.set("order", order);
     return out;
   }
 

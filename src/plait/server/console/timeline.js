@@ -12,6 +12,14 @@ function keyText(key) {
   return [key.task_path, key.node, key.attempt, key.effect_seq, key.kind].join("\u0000");
 }
 
+// "pass 3 · attempt 1": the node's loop pass (a new generation, not a retry) and its try
+// within it, as the server placed them; the journal key's own attempt (counting across
+// passes) where it could not.
+function tryText(item) {
+  if (item.generation === undefined) return `attempt ${item.key.attempt}`;
+  return `pass ${item.generation + 1} · attempt ${item.pass_attempt}`;
+}
+
 export class Timeline {
   constructor(runId, hooks) {
     this.runId = runId;
@@ -138,7 +146,7 @@ export class Timeline {
         el("span", { class: "mono muted", text: when(item.clock_ms).slice(11) }),
         el("strong", { text: where }),
         el("span", { text: `${key.kind}${item.executor && item.executor !== key.kind ? ": " + item.executor : ""}` }),
-        el("span", { class: "muted", text: `attempt ${key.attempt} · effect ${key.effect_seq}` }),
+        el("span", { class: "muted try", text: `${tryText(item)} · effect ${key.effect_seq}` }),
         el("span", { class: "state" }, badge("pending")),
         el("span", { class: "took muted" })));
     if (key.kind === "llm" && item.input && Array.isArray(item.input.messages)) row.append(transcript(item.input.messages));
