@@ -34,20 +34,23 @@ def provider() -> Iterator[FakeProvider]:
     fake.close()
 
 
+def write_look(cli: Cli, llm: dict[str, object]) -> None:
+    """``look.yaml``: one agent node offered the image server's ``picture`` tool."""
+    flow = {
+        "name": "look",
+        "nodes": [{"id": "agent", "instruction": "Describe it.", "tools": ["picture"]}],
+        "tools": {"picture": {"mcp": {"command": SERVER, "tool": "picture"}}},
+        "llm": llm,
+    }
+    (cli.folder / "look.yaml").write_text(json.dumps(flow))
+
+
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_an_mcp_image_result_reaches_the_model_as_an_image(
     cli: Cli, provider: FakeProvider, api: str
 ):
     spec = provider.openai_spec if api == "openai" else "anthropic:fake"
-    llm = {"model": spec, "max_retries": 0, "tool_result_chars": 500}  # images are not cut
-    tools = {"picture": {"mcp": {"command": SERVER, "tool": "picture"}}}
-    flow = {
-        "name": "look",
-        "nodes": [{"id": "agent", "instruction": "Describe it.", "tools": ["picture"]}],
-        "tools": tools,
-        "llm": llm,
-    }
-    (cli.folder / "look.yaml").write_text(json.dumps(flow))
+    write_look(cli, {"model": spec, "max_retries": 0, "tool_result_chars": 500})  # not cut
     env = {} if api == "openai" else {"ANTHROPIC_BASE_URL": provider.url, "ANTHROPIC_API_KEY": "t"}
 
     done = cli.run("look.yaml", "r1", env=env)
@@ -78,15 +81,7 @@ def test_an_mcp_image_result_reaches_the_model_as_an_image(
 def test_an_mcp_image_over_the_part_bound_fails_the_call_with_e032_and_the_run_goes_on(
     cli: Cli, provider: FakeProvider
 ):
-    llm = {"model": provider.openai_spec, "max_retries": 0}
-    tools = {"picture": {"mcp": {"command": SERVER, "tool": "picture"}}}
-    flow = {
-        "name": "look",
-        "nodes": [{"id": "agent", "instruction": "Describe it.", "tools": ["picture"]}],
-        "tools": tools,
-        "llm": llm,
-    }
-    (cli.folder / "look.yaml").write_text(json.dumps(flow))
+    write_look(cli, {"model": provider.openai_spec, "max_retries": 0})
 
     done = cli.run("look.yaml", "r1", env={"PLAIT_MAX_PART_BYTES": "100"})
 
