@@ -172,6 +172,31 @@ def test_manifest_supersessions_follow_the_original_in_order(store: Store) -> No
     assert [m["budgets"]["max_supersteps"] for m in store.manifests("r1")] == [1, 2, 3]
 
 
+def _pinned(run_id: str, workflow: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "engine_epoch": 2,
+        "run_id": run_id,
+        "input": {"order": run_id},
+        "principal": "alice",
+        "source": None,
+        "workflow": workflow,
+        "tool_schemas": {"t": {"type": "object", "title": "t", "properties": {}}},
+        "tool_sources": {"tools.py": "ab" * 32},
+    }
+
+
+def test_runs_of_one_workflow_store_its_pinned_definition_once(store: Store) -> None:
+    workflow = {"name": "wf", "nodes": [{"id": f"n{i}", "kind": "tool"} for i in range(40)]}
+    first, second = _pinned("r1", workflow), _pinned("r2", workflow)
+    new_run(store, "r1", manifest=first)
+    new_run(store, "r2", manifest=second)
+    assert store.manifests("r1") == [first] and store.manifests("r2") == [second]
+    assert dumpb(store.manifests("r2")[0]) == dumpb(second)
+    # The workflow, tool schemas and tool sources are counted once, for the first run.
+    assert store.stored_bytes("r2") < len(dumpb(workflow)) < store.stored_bytes("r1")
+    assert store.stored_bytes() == store.stored_bytes("r1") + store.stored_bytes("r2")
+
+
 # --- the journal ---
 
 

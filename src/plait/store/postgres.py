@@ -169,7 +169,7 @@ class PostgresStore:
 
     def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
         nodes: dict[str, bytes] = {}
-        payload = self._nodes.encoder(nodes)(manifest)
+        payload = self._nodes.manifest(manifest, nodes)
         what = f"creating run '{info.run_id}'"
         try:
             with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
@@ -468,7 +468,7 @@ class PostgresStore:
         concurrent workers firing the same slot wait for each other, and the later one
         finds the cursor moved on."""
         nodes: dict[str, bytes] = {}
-        payload = self._nodes.encoder(nodes)(manifest)
+        payload = self._nodes.manifest(manifest, nodes)
         what = f"firing schedule '{name}'"
         with self._connection(what) as conn, conn.transaction():
             row = schedules.get(conn, POSTGRES, name, lock=True)

@@ -25,6 +25,7 @@ from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import HashMemo, RowEncoder, collecting_encoder
 from plait.store.lease import LeaseRow, stale_token
+from plait.store.manifest_rows import manifest_payload
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
 
@@ -110,6 +111,11 @@ class KnownNodes:
     def encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
         """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
         return collecting_encoder(nodes, self._known, self._memo)
+
+    def manifest(self, manifest: JSON, nodes: dict[str, bytes]) -> str:
+        """A run's original manifest -> its row's payload, the fields runs of one workflow
+        share as nodes of their own (``manifest_rows.py``); its nodes go into ``nodes``."""
+        return manifest_payload(manifest, self.encoder(nodes), nodes, self._known)
 
     def remember(self, nodes: dict[str, bytes]) -> None:
         """Only after a commit succeeded: these nodes are stored, never cut again."""

@@ -140,7 +140,7 @@ class SqliteStore:
     def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
         with self._lock:
             nodes: dict[str, bytes] = {}
-            payload = self._nodes.encoder(nodes)(manifest)
+            payload = self._nodes.manifest(manifest, nodes)
             with self._write() as conn:
                 self._insert_run(conn, info, payload, nodes)
                 if conversation is not None:
@@ -366,7 +366,7 @@ class SqliteStore:
         """``ScheduleStore.fire_slot`` in one ``BEGIN IMMEDIATE`` transaction."""
         with self._lock:
             nodes: dict[str, bytes] = {}
-            payload = self._nodes.encoder(nodes)(manifest)
+            payload = self._nodes.manifest(manifest, nodes)
             with self._write() as conn:
                 row = schedules.get(conn, SQLITE, name)
                 if row is None or row.paused or row.next_ms > slot_ms:
