@@ -28,6 +28,7 @@ from plait.store import (
     Write,
 )
 from plait.store.base import WorkStore
+from plait.store.lease import LeaseClaim
 from plait.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:  # the fixture's type only; conftest is not imported at run time
@@ -595,6 +596,39 @@ def test_released_lease_is_free_and_its_token_is_spent(store: Store) -> None:
     expect("E021", lambda: store.renew_lease("r1", first, 2, TTL))
     second = store.acquire_lease("r1", OTHER, 2, TTL, alive)
     assert second > first
+
+
+def test_a_run_created_with_a_lease_is_leased_in_the_same_transaction(store: Store) -> None:
+    claim = LeaseClaim(ME, 0, TTL, alive)
+    token = store.create_run(run_info("r1"), {"plan": {}}, lease=claim)
+    assert token == 1
+    assert store.create_run(run_info("r2"), {"plan": {}}) is None
+    expect("E021", lambda: store.acquire_lease("r1", OTHER, 1, TTL, alive))
+    store.commit("r1", token, [RecordWrite("clock", {"ms": 1})])
+    assert store.acquire_lease("r2", OTHER, 1, TTL, alive) == 1  # r2 was created unleased
+    # A run id that is taken leases nothing (the transaction writes nothing at all).
+    expect("E016", lambda: store.create_run(run_info("r2"), {}, lease=claim))
+    expect("E021", lambda: store.commit("r2", 2, [RecordWrite("clock", {"ms": 1})]))
+
+
+def test_a_commit_that_releases_gives_the_lease_up_with_its_writes(store: Store) -> None:
+    new_run(store)
+    token = store.acquire_lease("r1", ME, 0, TTL, alive)
+    store.commit("r1", token, [RecordWrite("clock", {"ms": 1})], release=True)
+    assert len(store.load_journal("r1").records) == 1
+    expect("E021", lambda: store.commit("r1", token, [RecordWrite("clock", {"ms": 2})]))
+    assert store.acquire_lease("r1", OTHER, 1, TTL, alive) == token + 1
+
+
+def test_a_stale_commit_that_would_release_writes_and_releases_nothing(store: Store) -> None:
+    new_run(store)
+    stale = store.acquire_lease("r1", ME, 0, TTL, alive)
+    fresh = store.acquire_lease("r1", OTHER, TTL, TTL, alive)
+    expect("E021", lambda: store.commit("r1", stale, [intent(key())], release=True))
+    assert store.load_journal("r1").items() == []
+    expect("E021", lambda: store.acquire_lease("r1", ME, TTL + 1, TTL, alive))  # still held
+    store.commit("r1", fresh, [intent(key())], release=True)
+    assert store.acquire_lease("r1", ME, TTL + 2, TTL, alive) == fresh + 1
 
 
 # --- the database itself ---
