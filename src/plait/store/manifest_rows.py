@@ -4,7 +4,7 @@ A manifest pins the workflow, its tools' schemas and the digests of their files:
 1.4 KB that are the same for every run of one workflow version, next to a few fields of
 the run's own (its id, input, principal). The shared fields are written as nodes of
 their own (content-addressed, ``INSERT OR IGNORE``/``ON CONFLICT DO NOTHING``), so the
-thousandth run of a workflow stores only its own fields and three references.
+thousandth run of a workflow stores only its own fields and two or three references.
 
 The row is an ordinary encoded form of ``chunks.py`` (``{"o": {...}}`` holding
 ``{"r": hash}`` references), so it is read by the same decoder as every other row, by
@@ -21,8 +21,10 @@ from hashlib import sha256
 from plait.core.canonical import JSON
 from plait.store.chunks import RowEncoder
 
-SHARED_FIELDS = frozenset({"workflow", "tool_schemas", "tool_sources", "mcp_catalogue"})
-"""Top-level manifest fields that runs of one workflow version have in common."""
+SHARED_FIELDS = frozenset({"workflow", "tool_schemas", "mcp_catalogue"})
+"""Top-level manifest fields that runs of one workflow version have in common.
+``tool_sources`` is too, but it is small and made of SHA-256 digests, which PostgreSQL's
+node reader would take for node names and look up one level further (a round trip)."""
 
 SHARED_MIN_CHARS = 64
 """A shared field kept whole shorter than this stays inline: a reference is ~72 chars."""
