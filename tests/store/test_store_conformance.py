@@ -483,6 +483,28 @@ def test_checkpoint_with_a_tampered_node_is_e010(backend: Backend, store: Store)
     assert "checkpoint 1 of run r1 is corrupted: sha256 mismatch" in str(error)
 
 
+def test_a_checkpoint_at_rest_is_stored_deflated_and_reads_back_byte_for_byte(
+    backend: Backend, store: Store
+) -> None:
+    new_run(store, "r1")
+    new_run(store, "r2")
+    state = {"node_state": ["DoneOk", "AwaitingClient"], "run_id": "r1", "context": {"a": 1}}
+    moving, resting = checkpoint(1, state), checkpoint(2, state)
+    store.commit("r1", None, [moving])
+    store.commit("r2", None, [CheckpointWrite(2, resting.data, at_rest=True)])
+    assert store.read_checkpoint("r2", 1) == resting.data
+    assert store.read_checkpoints("r2", 1, 1) == {1: resting.data}
+    last = store.latest_checkpoint("r2")
+    assert last is not None and last.sha256 == digest(resting.data)
+    assert last.size == len(resting.data)
+    # Stored in less than its canonical bytes (a moving one is stored as them).
+    assert store.stored_bytes("r2") < len(resting.data) < store.stored_bytes("r1")
+    # A packed payload altered in the database is refused, as any checkpoint's is.
+    backend.tamper_checkpoint_payload("r2", 1, '{"z":"', '{"z":"AAAA')
+    error = expect("E010", lambda: store.read_checkpoint("r2", 1))
+    assert "checkpoint 1 of run r2 is corrupted" in str(error)
+
+
 def test_checkpoint_whose_recorded_hash_is_wrong_is_e010(backend: Backend, store: Store) -> None:
     new_run(store)
     store.commit("r1", None, [checkpoint(1, {"n": 1})])

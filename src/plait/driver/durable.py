@@ -8,6 +8,7 @@ wave is dispatched (docs/architecture.md §5.2, §5.7).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from plait.core.errors import PlaitError
@@ -188,6 +189,8 @@ class DurableJournal:
             return
         writes, self._pending = self._pending, []
         cutting, self._cutting = self._cutting, []
+        if any(type(w) is RecordWrite and w.kind == "envelope" for w in writes):
+            writes = at_rest(writes)
         self._store.commit(self._run_id, self._token, writes, release=release)
         if len(self._cut) + len(cutting) > _CUT_LIMIT:
             self._cut.clear()  # forgetting only costs cutting those nodes again
@@ -199,3 +202,9 @@ class DurableJournal:
         if self._crash is not None and self._new_intents:
             self._crash.passed("intent", self._new_intents)
         self._new_intents = 0
+
+
+def at_rest(writes: list[Write]) -> list[Write]:
+    """A commit that announces asks (an envelope) is the one a run parks with, waiting
+    for a person: its checkpoints are stored deflated (``store/packed.py``)."""
+    return [replace(w, at_rest=True) if type(w) is CheckpointWrite else w for w in writes]

@@ -26,6 +26,7 @@ from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import HashMemo, RowEncoder, collecting_encoder
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
+from plait.store.packed import PACKED_PREFIX, unpack
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
 
@@ -362,6 +363,14 @@ def _checkpoint_bytes(
 ) -> bytes:
     """A checkpoint row's bytes, checked against the size and SHA-256 the row records (a
     cut one is also checked node by node as it is decoded); PLAIT-E010."""
+    if payload.startswith(PACKED_PREFIX):  # a checkpoint at rest, deflated (packed.py)
+        try:
+            data = unpack(payload)
+        except ValueError as exc:
+            raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
+        if len(data) != size or sha256_hex(data) != sha:
+            raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
+        return data
     if payload.startswith(_WHOLE) and payload.endswith("}"):
         data = payload[len(_WHOLE) : -1].encode("utf-8")
         if len(data) == size and sha256_hex(data) == sha:
