@@ -1,6 +1,6 @@
 """A checkpoint at rest, stored deflated: what a parked run keeps is a few hundred bytes.
 
-A run that parks (waiting for a person, §1.5) may stay parked for days, by the
+A run that parks (waiting for a person) may stay parked for days, by the
 thousands; the checkpoint it parked with is most of what it stores, and a kept-whole
 checkpoint over a thousand bytes also spills into an overflow page of SQLite's journal
 table (a 4 KB page for a few hundred bytes). The checkpoint of the commit that parks a
@@ -43,7 +43,7 @@ DICTIONARY = (
     b'"output_tokens":0,"storage_bytes":0,"supersteps":1,"usd_micros":0,"wall_ms":0},'
     b'"superstep":1,"wall_open":null}}'
 )
-"""The preset dictionary of every packed checkpoint (RFC 1950 §2.2): never edit it."""
+"""The preset dictionary of every packed checkpoint (RFC 1950, section 2.2): never edit it."""
 
 _WBITS = -11
 """Raw DEFLATE with a 2 KB window: it holds the dictionary, and a small window keeps
