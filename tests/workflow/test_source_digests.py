@@ -25,65 +25,62 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def test_an_unchanged_tool_file_is_read_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "tools_read_once.py"
-    path.write_text("def hello() -> dict:\n    return {'z': 1}\n")
-    module = _load(path, "tools_read_once")
-    wf = Workflow.new("digests").node("hello", tool=module.hello)
+def _counting_reads(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Path]:
+    """The reads of files called ``name`` through ``Path.read_bytes`` from now on."""
     reads: list[Path] = []
     read_bytes = Path.read_bytes
 
     def counting(self: Path) -> bytes:
-        reads.append(self)
+        if self.name == name:
+            reads.append(self)
         return read_bytes(self)
 
     monkeypatch.setattr(Path, "read_bytes", counting)
-    sources = [tool_sources(wf) for _ in range(3)]
-    assert sources[0] == sources[1] == sources[2]
-    assert [p for p in reads if p.name == path.name] == [path]
+    return reads
 
 
-def test_a_tool_file_rewritten_in_place_with_the_same_size_is_hashed_again(
-    tmp_path: Path,
+def test_an_unchanged_tool_file_is_read_once_and_a_rewrite_in_place_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "tools_same_size.py"
+    path = tmp_path / "tools_in_place.py"
     path.write_text("def hello() -> dict:\n    return {'a': 1}\n")
-    module = _load(path, "tools_same_size")
+    module = _load(path, "tools_in_place")
     wf = Workflow.new("digests").node("hello", tool=module.hello)
-    first = tool_sources(wf)
-    assert list(first.values()) == [digest(path.read_bytes())]
-    assert tool_sources(wf) == first  # unchanged: the same digest
+    reads = _counting_reads(monkeypatch, path.name)
+    first = [tool_sources(wf) for _ in range(3)]
+    assert first[0] == first[1] == first[2]
+    assert list(first[0].values()) == [digest(path.read_bytes())]
+    assert len(reads) == 2  # hashed once, then read once more by this test
 
     stat = path.stat()
     with path.open("r+") as f:  # same inode, same size, same modification time
         f.write("def hello() -> dict:\n    return {'a': 2}\n")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     second = tool_sources(wf)
-    assert list(second.values()) == [digest(path.read_bytes())] != list(first.values())
+    assert list(second.values()) == [digest(path.read_bytes())] != list(first[0].values())
+    assert len(reads) == 4
 
 
-def test_a_tool_file_replaced_by_another_is_hashed_again(tmp_path: Path) -> None:
+def test_a_tool_file_replaced_or_removed_is_seen_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "tools_replaced.py"
     path.write_text("def hello() -> dict:\n    return {'b': 1}\n")
     module = _load(path, "tools_replaced")
     wf = Workflow.new("digests").node("hello", tool=module.hello)
-    before = tool_sources(wf)
+    reads = _counting_reads(monkeypatch, path.name)
+    before = [tool_sources(wf) for _ in range(2)]
+    assert before[0] == before[1] and len(reads) == 1
+
     stat = path.stat()
     fresh = tmp_path / "fresh.py"
     fresh.write_text("def hello() -> dict:\n    return {'b': 3}\n")
     os.utime(fresh, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     fresh.replace(path)  # a new inode with the old name, size and modification time
     after = tool_sources(wf)
-    assert list(after.values()) == [digest(path.read_bytes())] != list(before.values())
+    assert len(reads) == 2
+    assert list(after.values()) == [digest(fresh_bytes := path.read_bytes())]
+    assert list(after.values()) != list(before[0].values()) and fresh_bytes
 
-
-def test_a_tool_file_removed_is_no_longer_recorded(tmp_path: Path) -> None:
-    path = tmp_path / "tools_removed.py"
-    path.write_text("def hello() -> dict:\n    return {'c': 1}\n")
-    module = _load(path, "tools_removed")
-    wf = Workflow.new("digests").node("hello", tool=module.hello)
-    assert len(tool_sources(wf)) == 1
     path.unlink()
     assert tool_sources(wf) == {}
