@@ -28,6 +28,7 @@ from plait.store import (
     Write,
 )
 from plait.store.base import WorkStore
+from plait.store.lease import LeaseClaim
 from plait.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:  # the fixture's type only; conftest is not imported at run time
@@ -170,6 +171,31 @@ def test_manifest_supersessions_follow_the_original_in_order(store: Store) -> No
     store.commit("r1", None, [ManifestWrite({"budgets": {"max_supersteps": 2}})])
     store.commit("r1", None, [ManifestWrite({"budgets": {"max_supersteps": 3}})])
     assert [m["budgets"]["max_supersteps"] for m in store.manifests("r1")] == [1, 2, 3]
+
+
+def _pinned(run_id: str, workflow: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "engine_epoch": 2,
+        "run_id": run_id,
+        "input": {"order": run_id},
+        "principal": "alice",
+        "source": None,
+        "workflow": workflow,
+        "tool_schemas": {"t": {"type": "object", "title": "t", "properties": {}}},
+        "tool_sources": {"tools.py": "ab" * 32},
+    }
+
+
+def test_runs_of_one_workflow_store_its_pinned_definition_once(store: Store) -> None:
+    workflow = {"name": "wf", "nodes": [{"id": f"n{i}", "kind": "tool"} for i in range(40)]}
+    first, second = _pinned("r1", workflow), _pinned("r2", workflow)
+    new_run(store, "r1", manifest=first)
+    new_run(store, "r2", manifest=second)
+    assert store.manifests("r1") == [first] and store.manifests("r2") == [second]
+    assert dumpb(store.manifests("r2")[0]) == dumpb(second)
+    # The workflow, tool schemas and tool sources are counted once, for the first run.
+    assert store.stored_bytes("r2") < len(dumpb(workflow)) < store.stored_bytes("r1")
+    assert store.stored_bytes() == store.stored_bytes("r1") + store.stored_bytes("r2")
 
 
 # --- the journal ---
@@ -457,6 +483,28 @@ def test_checkpoint_with_a_tampered_node_is_e010(backend: Backend, store: Store)
     assert "checkpoint 1 of run r1 is corrupted: sha256 mismatch" in str(error)
 
 
+def test_a_checkpoint_at_rest_is_stored_deflated_and_reads_back_byte_for_byte(
+    backend: Backend, store: Store
+) -> None:
+    new_run(store, "r1")
+    new_run(store, "r2")
+    state = {"node_state": ["DoneOk", "AwaitingClient"], "run_id": "r1", "context": {"a": 1}}
+    moving, resting = checkpoint(1, state), checkpoint(2, state)
+    store.commit("r1", None, [moving])
+    store.commit("r2", None, [CheckpointWrite(2, resting.data, at_rest=True)])
+    assert store.read_checkpoint("r2", 1) == resting.data
+    assert store.read_checkpoints("r2", 1, 1) == {1: resting.data}
+    last = store.latest_checkpoint("r2")
+    assert last is not None and last.sha256 == digest(resting.data)
+    assert last.size == len(resting.data)
+    # Stored in less than its canonical bytes (a moving one is stored as them).
+    assert store.stored_bytes("r2") < len(resting.data) < store.stored_bytes("r1")
+    # A packed payload altered in the database is refused, as any checkpoint's is.
+    backend.tamper_checkpoint_payload("r2", 1, '{"z":"', '{"z":"AAAA')
+    error = expect("E010", lambda: store.read_checkpoint("r2", 1))
+    assert "checkpoint 1 of run r2 is corrupted" in str(error)
+
+
 def test_checkpoint_whose_recorded_hash_is_wrong_is_e010(backend: Backend, store: Store) -> None:
     new_run(store)
     store.commit("r1", None, [checkpoint(1, {"n": 1})])
@@ -570,6 +618,39 @@ def test_released_lease_is_free_and_its_token_is_spent(store: Store) -> None:
     expect("E021", lambda: store.renew_lease("r1", first, 2, TTL))
     second = store.acquire_lease("r1", OTHER, 2, TTL, alive)
     assert second > first
+
+
+def test_a_run_created_with_a_lease_is_leased_in_the_same_transaction(store: Store) -> None:
+    claim = LeaseClaim(ME, 0, TTL, alive)
+    token = store.create_run(run_info("r1"), {"plan": {}}, lease=claim)
+    assert token == 1
+    assert store.create_run(run_info("r2"), {"plan": {}}) is None
+    expect("E021", lambda: store.acquire_lease("r1", OTHER, 1, TTL, alive))
+    store.commit("r1", token, [RecordWrite("clock", {"ms": 1})])
+    assert store.acquire_lease("r2", OTHER, 1, TTL, alive) == 1  # r2 was created unleased
+    # A run id that is taken leases nothing (the transaction writes nothing at all).
+    expect("E016", lambda: store.create_run(run_info("r2"), {}, lease=claim))
+    expect("E021", lambda: store.commit("r2", 2, [RecordWrite("clock", {"ms": 1})]))
+
+
+def test_a_commit_that_releases_gives_the_lease_up_with_its_writes(store: Store) -> None:
+    new_run(store)
+    token = store.acquire_lease("r1", ME, 0, TTL, alive)
+    store.commit("r1", token, [RecordWrite("clock", {"ms": 1})], release=True)
+    assert len(store.load_journal("r1").records) == 1
+    expect("E021", lambda: store.commit("r1", token, [RecordWrite("clock", {"ms": 2})]))
+    assert store.acquire_lease("r1", OTHER, 1, TTL, alive) == token + 1
+
+
+def test_a_stale_commit_that_would_release_writes_and_releases_nothing(store: Store) -> None:
+    new_run(store)
+    stale = store.acquire_lease("r1", ME, 0, TTL, alive)
+    fresh = store.acquire_lease("r1", OTHER, TTL, TTL, alive)
+    expect("E021", lambda: store.commit("r1", stale, [intent(key())], release=True))
+    assert store.load_journal("r1").items() == []
+    expect("E021", lambda: store.acquire_lease("r1", ME, TTL + 1, TTL, alive))  # still held
+    store.commit("r1", fresh, [intent(key())], release=True)
+    assert store.acquire_lease("r1", ME, TTL + 2, TTL, alive) == fresh + 1
 
 
 # --- the database itself ---

@@ -189,11 +189,18 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
             # which ``pending_asks`` leaves out as journaled anyway)
             result.asks = pending_asks(store, run_id, state, now_ms=host.clock())
         journal.status(state)
+        wake = wake_time(store, state) if result.status == "parked" else None
+        if held is not None and result.status != "failed" and wake is None:
+            # Nothing left to do under the lease: the last commit gives it up (one
+            # transaction, not two). A failed run cancels its children first, and a run
+            # with a wake time records it, both still holding the lease.
+            journal.commit(release=True)
+            held = None
         journal.commit()
         if result.status == "failed":
             await cancel_children(host, runs, run_id)
-        if result.status == "parked":  # when a worker should drive it on (§8 timers)
-            set_wake(store, run_id, wake_time(store, state))
+        if wake is not None:  # when a worker should drive it on (§8 timers)
+            set_wake(store, run_id, wake)
         trace.end(result)
     except BaseException as exc:
         trace.end(None, exc)

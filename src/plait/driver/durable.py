@@ -8,6 +8,7 @@ wave is dispatched (docs/architecture.md §5.2, §5.7).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from plait.core.errors import PlaitError
@@ -179,19 +180,31 @@ class DurableJournal:
         result = RunResult.of(state)
         self._pending.append(StatusWrite(result.status, result.outcome, self._clock_ms))
 
-    def commit(self) -> None:
+    def commit(self, *, release: bool = False) -> None:
+        """The pending writes in one transaction; with ``release`` the drive's last one,
+        which gives the lease up in the same transaction."""
         if not self._pending:
+            if release:
+                self._store.release_lease(self._run_id, self._token)
             return
         writes, self._pending = self._pending, []
         cutting, self._cutting = self._cutting, []
-        self._store.commit(self._run_id, self._token, writes)
+        if any(type(w) is RecordWrite and w.kind == "envelope" for w in writes):
+            writes = at_rest(writes)
+        self._store.commit(self._run_id, self._token, writes, release=release)
         if len(self._cut) + len(cutting) > _CUT_LIMIT:
             self._cut.clear()  # forgetting only costs cutting those nodes again
         self._cut.update(cutting)
-        if self._clock_ms - self._renewed_at >= self._ttl // 3:
+        if not release and self._clock_ms - self._renewed_at >= self._ttl // 3:
             # A long run keeps its lease; a driver that lost it fails here or at its next commit.
             self._store.renew_lease(self._run_id, self._token, self._clock_ms, self._ttl)
             self._renewed_at = self._clock_ms
         if self._crash is not None and self._new_intents:
             self._crash.passed("intent", self._new_intents)
         self._new_intents = 0
+
+
+def at_rest(writes: list[Write]) -> list[Write]:
+    """A commit that announces asks (an envelope) is the one a run parks with, waiting
+    for a person: its checkpoints are stored deflated (``store/packed.py``)."""
+    return [replace(w, at_rest=True) if type(w) is CheckpointWrite else w for w in writes]

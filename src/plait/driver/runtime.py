@@ -150,7 +150,15 @@ class Runtime:
             self.host, definition, input, run_id, parent, "running", conversation=conversation
         )
         events: list[Event] = [ClockReading(made.now_ms), Start(input)]
-        drive = Drive(made.run_id, made.definition, events, made.manifest, NewRun(), mcp=made.mcp)
+        drive = Drive(
+            made.run_id,
+            made.definition,
+            events,
+            made.manifest,
+            NewRun(),
+            token=made.token,
+            mcp=made.mcp,
+        )
         return await drive_run(self.host, self, drive)
 
     async def enqueue(

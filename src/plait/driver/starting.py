@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plait.driver.admission import check_input, check_model
-from plait.driver.defaults import ENGINE_EPOCH
+from plait.driver.defaults import ENGINE_EPOCH, lease_ttl
 from plait.driver.host import Host
 from plait.driver.inprocess import new_run_id
+from plait.driver.owner import owner_alive, this_process
 from plait.driver.parts_check import check_parts
 from plait.driver.run_ids import check_run_id
+from plait.store.lease import LeaseClaim
 from plait.store.records import RunInfo
 
 if TYPE_CHECKING:
@@ -35,6 +37,9 @@ class Created:
     mcp: McpPool | None = None
     """The MCP servers listed for the catalogue, still running for the run's first drive
     (``running`` runs only; the drive stops them)."""
+    token: int | None = None
+    """The run's lease, taken with its creation (``running`` runs stored by
+    ``Store.create_run``): the first drive writes under it instead of acquiring one."""
 
 
 def check_new_run(run_id: str | None, input: Any) -> None:
@@ -110,8 +115,12 @@ async def _create(
     if sources:  # (show warns when one changed since)
         manifest["tool_sources"] = sources
     info = RunInfo(run_id, definition.name, status, host.principal, parent, now, now)
+    token = None
     if write is not None:
         write(info, manifest)
+    elif status == "running":  # driven here next: its lease is taken with it
+        claim = LeaseClaim(this_process(), host.clock(), lease_ttl(), owner_alive)
+        token = host.store.create_run(info, manifest, conversation, lease=claim)
     else:
         host.store.create_run(info, manifest, conversation)
-    return Created(run_id, definition, now, manifest, pool)
+    return Created(run_id, definition, now, manifest, pool, token)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
+from plait.store.lease import LeaseClaim
 from plait.store.records import (
     CheckpointMeta,
     Journal,
@@ -38,9 +39,19 @@ if TYPE_CHECKING:  # run_pages reads rows through sql, which imports this module
 class Store(Protocol):
     """Runs, their manifests, their journal and their leases; every write is one transaction."""
 
-    def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
+    def create_run(
+        self,
+        info: RunInfo,
+        manifest: JSON,
+        conversation: str | None = None,
+        *,
+        lease: LeaseClaim | None = None,
+    ) -> int | None:
         """Add a run with its original manifest; PLAIT-E016 if the run id exists. With
-        ``conversation``, the run is that conversation's next turn (same transaction)."""
+        ``conversation``, the run is that conversation's next turn (same transaction).
+        With ``lease``, the run's lease is taken in the same transaction, as
+        ``acquire_lease`` would (one transaction to start driving a run, not two): its
+        token is returned; without, None."""
         ...
 
     def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
@@ -93,8 +104,12 @@ class Store(Protocol):
         """Give the lease up; a no-op when ``token`` is not current."""
         ...
 
-    def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
+    def commit(
+        self, run_id: str, token: int | None, writes: Sequence[Write], *, release: bool = False
+    ) -> None:
         """Apply ``writes`` in order in ONE transaction, numbering journal items per run.
+        With ``release`` (and a token), the lease is given up in that transaction too, as
+        ``release_lease`` would after it (the end of a drive: one transaction, not two).
 
         With a token, the lease's current token must equal it (checked in the same
         transaction), else PLAIT-E021 and nothing is written; ``None`` is an unleased write

@@ -23,6 +23,17 @@ class LeaseRow:
     expires_ms: int
 
 
+@dataclass(frozen=True)
+class LeaseClaim:
+    """A lease to take in the same transaction as another write (a new run's creation):
+    what ``Store.acquire_lease`` is given, so the same rule decides it."""
+
+    owner: LeaseOwner
+    now_ms: int
+    ttl_ms: int
+    owner_alive: Callable[[LeaseOwner], bool]
+
+
 def may_take_over(
     run_id: str,
     current: LeaseRow | None,

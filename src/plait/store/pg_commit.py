@@ -65,7 +65,12 @@ COMMIT = (
     " node_rows AS ("
     "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
     "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
-    "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING)"
+    "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
+    # The end of a drive gives the lease up with its last commit (``release``).
+    " released AS ("
+    "  UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
+    "  WHERE %(release)s::boolean AND run_id = %(run_id)s AND token = %(token)s::bigint"
+    "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved))"
     " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
     # The last record of the kinds a driver polls for between waves (records_after), as
     # of this statement: the poll after the commit needs no round trip of its own.
@@ -77,7 +82,11 @@ COMMIT = (
 
 
 def commit_params(
-    run_id: str, token: int | None, ops: Sequence[Row], nodes: dict[str, bytes]
+    run_id: str,
+    token: int | None,
+    ops: Sequence[Row],
+    nodes: dict[str, bytes],
+    release: bool = False,
 ) -> dict[str, Any]:
     """The parameters of ``COMMIT`` for the rows ``write_row`` made, in write order.
 
@@ -86,7 +95,8 @@ def commit_params(
     the one that counts (each sets the whole status, outcome and update time). Journal
     rows and manifests go as one JSON array each (``json_to_recordset``), integers as
     text and node bytes as a binary array, so the parameters' types do not depend on
-    the write mix and one prepared statement serves every commit.
+    the write mix and one prepared statement serves every commit. ``release``: the
+    lease (``token``) is given up in the same statement.
     """
     journal: list[dict[str, Any]] = []
     manifests: list[dict[str, Any]] = []
@@ -113,4 +123,5 @@ def commit_params(
         "manifests": dumps(manifests),
         "hash": hashes,
         "data": [nodes[digest] for digest in hashes],
+        "release": "true" if release and token is not None else "false",
     }

@@ -44,7 +44,7 @@ from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import claims, run_pages, schedules, sql, tokens
 from plait.store.base import ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
-from plait.store.lease import may_take_over, stale_token
+from plait.store.lease import LeaseClaim, may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher
 from plait.store.pg_commit import COMMIT, commit_params
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
@@ -167,9 +167,17 @@ class PostgresStore:
 
     # --- runs and manifests ---
 
-    def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
+    def create_run(
+        self,
+        info: RunInfo,
+        manifest: JSON,
+        conversation: str | None = None,
+        *,
+        lease: LeaseClaim | None = None,
+    ) -> int | None:
         nodes: dict[str, bytes] = {}
-        payload = self._nodes.encoder(nodes)(manifest)
+        token = None
+        payload = self._nodes.manifest(manifest, nodes)
         what = f"creating run '{info.run_id}'"
         try:
             with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
@@ -179,6 +187,8 @@ class PostgresStore:
                 self._insert_nodes(conn, info.run_id, nodes)
                 if conversation is not None:
                     sql.join_conversation(conn, POSTGRES, conversation, info.run_id)
+                if lease is not None:
+                    token = _lease_for(conn, info.run_id, lease)
                 pipe.sync()
         except PlaitError as exc:
             cause = exc.__cause__
@@ -192,6 +202,7 @@ class PostgresStore:
                 ) from None
             raise
         self._nodes.remember(nodes)
+        return token
 
     def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
         with self._connection("listing conversations") as conn:
@@ -231,12 +242,7 @@ class PostgresStore:
     ) -> int:
         what = f"taking the lease of run '{run_id}'"
         with self._connection(what) as conn, conn.transaction():
-            row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
-            if row is None:
-                raise unknown_run(run_id)
-            token = may_take_over(run_id, sql.lease_from(row[1:]), owner, now_ms, owner_alive)
-            sql.upsert_lease(conn, POSTGRES, run_id, owner, token, now_ms + ttl_ms)
-            return token
+            return _lease_for(conn, run_id, LeaseClaim(owner, now_ms, ttl_ms, owner_alive))
 
     def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
         with self._connection(f"renewing the lease of run '{run_id}'") as conn:
@@ -468,7 +474,7 @@ class PostgresStore:
         concurrent workers firing the same slot wait for each other, and the later one
         finds the cursor moved on."""
         nodes: dict[str, bytes] = {}
-        payload = self._nodes.encoder(nodes)(manifest)
+        payload = self._nodes.manifest(manifest, nodes)
         what = f"firing schedule '{name}'"
         with self._connection(what) as conn, conn.transaction():
             row = schedules.get(conn, POSTGRES, name, lock=True)
@@ -493,13 +499,16 @@ class PostgresStore:
 
     # --- the journal ---
 
-    def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
-        """The batch in one statement (``pg_commit.COMMIT``): one round trip, one transaction."""
+    def commit(
+        self, run_id: str, token: int | None, writes: Sequence[Write], *, release: bool = False
+    ) -> None:
+        """The batch in one statement (``pg_commit.COMMIT``): one round trip, one transaction
+        (with ``release``, the lease is given up in it too)."""
         nodes: dict[str, bytes] = {}
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, ())
-        params = commit_params(run_id, token, ops, nodes)
+        params = commit_params(run_id, token, ops, nodes, release)
         params["watched"] = list(watched)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
@@ -725,3 +734,15 @@ def _describe(url: str) -> tuple[str, str]:
 _CONFORMS: type[WorkStore] = PostgresStore  # mypy checks the whole contract here
 _SCHEDULES: type[ScheduleStore] = PostgresStore
 _TOKENS: type[TokenStore] = PostgresStore
+
+
+def _lease_for(conn: Connection, run_id: str, claim: LeaseClaim) -> int:
+    """The lease rule (``lease.may_take_over``) applied to the locked run and lease rows,
+    and written, inside the caller's transaction; the new token. PLAIT-E017, E021."""
+    row = conn.execute(_LOCK_LEASE, (run_id,)).fetchone()
+    if row is None:
+        raise unknown_run(run_id)
+    current = sql.lease_from(row[1:])
+    token = may_take_over(run_id, current, claim.owner, claim.now_ms, claim.owner_alive)
+    sql.upsert_lease(conn, POSTGRES, run_id, claim.owner, token, claim.now_ms + claim.ttl_ms)
+    return token

@@ -108,6 +108,8 @@ class CheckpointWrite:
     superstep: int
     data: bytes
     value: JSON | None = field(default=None, repr=False, compare=False)
+    at_rest: bool = field(default=False, compare=False)
+    """The checkpoint a run parks with: a small one is stored deflated (``packed.py``)."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.keys import JournalKey
 from plait.store.chunks import SMALL_LIMIT, RowEncoder, whole_text
+from plait.store.packed import pack
 from plait.store.records import (
     CheckpointMeta,
     CheckpointWrite,
@@ -70,7 +71,8 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
     if isinstance(write, CheckpointWrite):
         text = write.data.decode("utf-8")
         if write.value is None and len(text) <= SMALL_LIMIT:
-            payload = whole_text(text)  # a checkpoint is an object: kept whole like any
+            # a checkpoint is an object: kept whole like any, deflated when at rest
+            payload = pack(write.data) if write.at_rest else whole_text(text)
         else:
             payload = encode(loads(text) if write.value is None else write.value, text)
         return ("checkpoint", None, None, None, write.superstep, None, None, None,

@@ -25,6 +25,8 @@ from plait.core.errors import PlaitError
 from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import HashMemo, RowEncoder, collecting_encoder
 from plait.store.lease import LeaseRow, stale_token
+from plait.store.manifest_rows import manifest_payload
+from plait.store.packed import PACKED_PREFIX, unpack
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
 from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
 
@@ -110,6 +112,11 @@ class KnownNodes:
     def encoder(self, nodes: dict[str, bytes]) -> RowEncoder:
         """value -> payload text; the nodes it needs (and the store lacks) go into ``nodes``."""
         return collecting_encoder(nodes, self._known, self._memo)
+
+    def manifest(self, manifest: JSON, nodes: dict[str, bytes]) -> str:
+        """A run's original manifest -> its row's payload, the fields runs of one workflow
+        share as nodes of their own (``manifest_rows.py``); its nodes go into ``nodes``."""
+        return manifest_payload(manifest, self.encoder(nodes), nodes, self._known)
 
     def remember(self, nodes: dict[str, bytes]) -> None:
         """Only after a commit succeeded: these nodes are stored, never cut again."""
@@ -356,6 +363,14 @@ def _checkpoint_bytes(
 ) -> bytes:
     """A checkpoint row's bytes, checked against the size and SHA-256 the row records (a
     cut one is also checked node by node as it is decoded); PLAIT-E010."""
+    if payload.startswith(PACKED_PREFIX):  # a checkpoint at rest, deflated (packed.py)
+        try:
+            data = unpack(payload)
+        except ValueError as exc:
+            raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
+        if len(data) != size or sha256_hex(data) != sha:
+            raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
+        return data
     if payload.startswith(_WHOLE) and payload.endswith("}"):
         data = payload[len(_WHOLE) : -1].encode("utf-8")
         if len(data) == size and sha256_hex(data) == sha:

@@ -28,7 +28,7 @@ from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import claims, run_pages, schedules, sql, tokens
 from plait.store.base import Listener, ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
-from plait.store.lease import may_take_over
+from plait.store.lease import LeaseClaim, may_take_over
 from plait.store.node_reads import NodeFetcher
 from plait.store.read_only import read_only_message, read_only_query, read_only_reason
 from plait.store.records import (
@@ -137,15 +137,26 @@ class SqliteStore:
 
     # --- runs and manifests ---
 
-    def create_run(self, info: RunInfo, manifest: JSON, conversation: str | None = None) -> None:
+    def create_run(
+        self,
+        info: RunInfo,
+        manifest: JSON,
+        conversation: str | None = None,
+        *,
+        lease: LeaseClaim | None = None,
+    ) -> int | None:
         with self._lock:
             nodes: dict[str, bytes] = {}
-            payload = self._nodes.encoder(nodes)(manifest)
+            payload = self._nodes.manifest(manifest, nodes)
+            token = None
             with self._write() as conn:
                 self._insert_run(conn, info, payload, nodes)
                 if conversation is not None:
                     sql.join_conversation(conn, SQLITE, conversation, info.run_id)
+                if lease is not None:
+                    token = self._take_lease(conn, info.run_id, lease)
             self._nodes.remember(nodes)
+            return token
 
     def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
         with self._lock, self._read() as conn:
@@ -198,10 +209,14 @@ class SqliteStore:
     ) -> int:
         with self._lock, self._write() as conn:
             sql.require_run(conn, SQLITE, run_id)
-            current = sql.lease_row(conn, SQLITE, run_id)
-            token = may_take_over(run_id, current, owner, now_ms, owner_alive)
-            sql.upsert_lease(conn, SQLITE, run_id, owner, token, now_ms + ttl_ms)
-            return token
+            return self._take_lease(conn, run_id, LeaseClaim(owner, now_ms, ttl_ms, owner_alive))
+
+    def _take_lease(self, conn: sqlite3.Connection, run_id: str, claim: LeaseClaim) -> int:
+        """The lease rule (``lease.may_take_over``) applied and written; the new token."""
+        current = sql.lease_row(conn, SQLITE, run_id)
+        token = may_take_over(run_id, current, claim.owner, claim.now_ms, claim.owner_alive)
+        sql.upsert_lease(conn, SQLITE, run_id, claim.owner, token, claim.now_ms + claim.ttl_ms)
+        return token
 
     def renew_lease(self, run_id: str, token: int, now_ms: int, ttl_ms: int) -> None:
         with self._lock, self._write() as conn:
@@ -366,7 +381,7 @@ class SqliteStore:
         """``ScheduleStore.fire_slot`` in one ``BEGIN IMMEDIATE`` transaction."""
         with self._lock:
             nodes: dict[str, bytes] = {}
-            payload = self._nodes.encoder(nodes)(manifest)
+            payload = self._nodes.manifest(manifest, nodes)
             with self._write() as conn:
                 row = schedules.get(conn, SQLITE, name)
                 if row is None or row.paused or row.next_ms > slot_ms:
@@ -387,7 +402,9 @@ class SqliteStore:
 
     # --- the journal ---
 
-    def commit(self, run_id: str, token: int | None, writes: Sequence[Write]) -> None:
+    def commit(
+        self, run_id: str, token: int | None, writes: Sequence[Write], *, release: bool = False
+    ) -> None:
         with self._lock:
             nodes: dict[str, bytes] = {}
             encode = self._nodes.encoder(nodes)
@@ -424,6 +441,8 @@ class SqliteStore:
                         run_id, _first_duplicate(conn, run_id, rows), exc
                     ) from exc
                 self._insert_nodes(conn, run_id, nodes)
+                if release and token is not None:
+                    sql.release_lease(conn, SQLITE, run_id, token)
             self._nodes.remember(nodes)
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:

@@ -11,7 +11,6 @@ child workflow) and asking MCP servers what they offer happen here, behind
 
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 from collections.abc import Mapping
@@ -20,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from plait.core.agents import AGENT_PREFIX
-from plait.core.canonical import digest
 from plait.core.env import Budgets
 from plait.core.errors import PlaitError
 from plait.tools.mcp import McpPool, fetch_catalogue
 from plait.tools.python import input_schema
+from plait.workflow import source_digests
 from plait.workflow.agent_checks import agent_workflow
 from plait.workflow.definition import ToolDef, Workflow
 from plait.workflow.loader import load_workflow
@@ -101,15 +100,13 @@ def tool_sources(workflow: Workflow) -> dict[str, str]:
     found: dict[str, str] = {}
     for name in sorted(workflow.tools):
         fn = workflow.tools[name].callable
-        try:
-            path = Path(inspect.getsourcefile(fn) or "") if fn is not None else None
-        except TypeError:  # a builtin or a C function: no source file
-            path = None
-        if path is None or not path.is_file():
+        path = source_digests.source_file(fn) if fn is not None else None
+        current = source_digests.stamp(path) if path else None
+        if path is None or current is None:
             continue
-        key = source_key(path, workflow.base_dir)
+        key = source_digests.keyed(path, workflow.base_dir, current, source_key)
         if key not in found:
-            found[key] = digest(path.read_bytes())
+            found[key] = source_digests.file_digest(path, current)
     return found
 
 
