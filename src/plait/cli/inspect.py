@@ -7,12 +7,10 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from plait.cli.common import DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
 from plait.cli.results import describe, status_exit
-from plait.cli.verify_all import verify_all
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.driver.run_listing import (
@@ -314,6 +312,8 @@ def verify(
 
         def verify_ids(advance: Callable[[int], None]) -> list[dict[str, Any]]:
             if all_runs:  # every core once it pays (plait.cli.verify_all)
+                from plait.cli.verify_all import verify_all
+
                 return verify_all(rt.db, ids, workflow, here, advance)
             return [here(run_id) for run_id in ids]
 
@@ -332,6 +332,8 @@ def verify(
         else:
             out.data({"runs": reports, "verified": len(reports) - failed, "failed": failed})
     else:
+        from rich.markup import escape  # a person's lines, never built for --json
+
         for r in reports:
             if r["verified"]:
                 word = "identical" if against is not None else "verified"
