@@ -18,6 +18,7 @@ from plait.core.canonical import CanonicalJSONError, require_json
 from plait.core.errors import PlaitError
 from plait.core.keys import child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, journal_bytes
+from plait.core.pending import announced
 from plait.core.state import SchedulerState
 from plait.driver.checkpoints import latest_state
 from plait.store.base import Store
@@ -56,8 +57,6 @@ def pending_asks(
             continue
         if entry.ask is not None:
             if now_ms is None or not expired(entry.ask, now_ms):
-                from plait.core.asks import announced  # the step's module: only for an ask
-
                 asks.append(dict(announced(entry.ask), run_id=run_id))
         elif children:  # the driver resumes the child this names (``child_run_id``)
             child = child_run_id(run_id, key)  # a fork's own child
