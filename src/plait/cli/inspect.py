@@ -13,14 +13,6 @@ from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
 from plait.cli.results import describe, status_exit
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
-from plait.driver.run_listing import (
-    DEFAULT_LIMIT,
-    Filters,
-    check_limit,
-    check_sort,
-    parse_since,
-    runs_page_object,
-)
 from plait.driver.verbs import (
     check_run_status,
     run_row,
@@ -79,6 +71,15 @@ def runs(
     asked = (limit, workflow, since, search, cursor, sort, order, updated_since)
     paged = any(value is not None for value in asked)
     with out.reporting():
+        from plait.driver.run_listing import (  # the pages of runs: not for show or trace
+            DEFAULT_LIMIT,
+            Filters,
+            check_limit,
+            check_sort,
+            parse_since,
+            runs_page_object,
+        )
+
         check_run_status(status)  # before the store is opened (or created)
         since_ms = None if since is None else parse_since(since, "--since")
         updated_ms = (
