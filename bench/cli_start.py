@@ -19,7 +19,7 @@ loaded machine disturbs less. Each ratio is against the minimal call of the same
 plait's modules are compiled to bytecode first (``compileall``, what ``pip install`` does),
 as typer's already are: where ``PYTHONDONTWRITEBYTECODE`` is set, an editable checkout
 would otherwise compile every module of plait from source in every call, a cost no
-installed plait pays.
+installed plait pays (``--no-compile`` measures that way).
 
 ``--instructions`` also counts each call's instructions under valgrind's callgrind,
 which a loaded machine does not move. ``--before`` times the same verbs from another
@@ -139,6 +139,12 @@ def main(argv: list[str] | None = None) -> None:
         help="also time the verbs with PYTHONPATH=SRC (e.g. an older checkout's src/)",
     )
     parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="leave plait's bytecode as it is (with PYTHONDONTWRITEBYTECODE set and no"
+        " __pycache__, every call compiles plait from source, as earlier rounds measured)",
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="also count each call's instructions once under valgrind (callgrind)",
@@ -147,7 +153,8 @@ def main(argv: list[str] | None = None) -> None:
     plait = str(Path(sys.executable).with_name("plait"))
     import plait as package  # the tree the plait command imports (its root is lazy)
 
-    compile_sources(str(Path(package.__file__).parents[1]), *filter(None, [args.before]))
+    if not args.no_compile:
+        compile_sources(str(Path(package.__file__).parents[1]), *filter(None, [args.before]))
     with tempfile.TemporaryDirectory() as tmp:
         minimal = Path(tmp, "minimal.py")
         minimal.write_text(MINIMAL)
