@@ -67,7 +67,7 @@ LOADING = (
 
 STORE = ("plait.store", "plait.driver.runtime", "plait.driver.run_view", "plait.core.state")
 
-FOR_A_PERSON = ("rich", "concurrent.futures", "logging")
+FOR_A_PERSON = ("rich", "concurrent.futures")
 """What prints for a person (rich) or verifies on every core (``verify --all``'s process
 pool): never loaded to print one JSON object."""
 
