@@ -5,7 +5,9 @@ the same kind of call to a minimal two-command typer application, in the same ru
 
 - ``plait --help``  against  ``minimal --help``;
 - ``plait runs --json``, ``plait asks --json`` and ``plait show RUN --json`` (on a small
-  SQLite store with one finished run)  against  ``minimal hello`` (prints a line).
+  SQLite store with one finished run)  against  ``minimal hello`` (prints a line);
+- ``plait asks --json`` on a copy of the committed fixture store, where five runs are
+  parked (their checkpoints are read for their asks)  against  ``minimal hello``.
 
 The target: every verb ≤ 1.5× the minimal application. The calls take turns, round after
 round, and the median of ``--repeat`` rounds (after one warm-up round) is reported: the
@@ -13,6 +15,11 @@ wall time a person waits, and the CPU time of the process (user + system), which
 loaded machine disturbs less. Each ratio is against the minimal call of the same kind.
 
     .venv/bin/python bench/cli_start.py [--repeat 15] [--instructions] [--before OLD/src]
+
+plait's modules are compiled to bytecode first (``compileall``, what ``pip install`` does),
+as typer's already are: where ``PYTHONDONTWRITEBYTECODE`` is set, an editable checkout
+would otherwise compile every module of plait from source in every call, a cost no
+installed plait pays (``--no-compile`` measures that way).
 
 ``--instructions`` also counts each call's instructions under valgrind's callgrind,
 which a loaded machine does not move. ``--before`` times the same verbs from another
@@ -23,9 +30,11 @@ source tree in the same rounds (a before/after on one machine state), e.g. main'
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +66,8 @@ MINIMAL = textwrap.dedent(
     """
 )
 
+FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "journals" / "runs.db"
+"""Runs of every kind recorded by older code, five of them parked (copied, never written)."""
 RUN_ID = "bench-cli-start"
 ORDER = '{"order_id": "A-1001"}'
 
@@ -113,6 +124,12 @@ def seed_store(plait: str, db: str) -> None:
     )
 
 
+def compile_sources(*roots: str) -> None:
+    """Bytecode for each source tree's ``plait`` package, as an installed package has it."""
+    for root in roots:
+        compileall.compile_dir(str(Path(root) / "plait"), quiet=1)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
@@ -122,17 +139,29 @@ def main(argv: list[str] | None = None) -> None:
         help="also time the verbs with PYTHONPATH=SRC (e.g. an older checkout's src/)",
     )
     parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="leave plait's bytecode as it is (with PYTHONDONTWRITEBYTECODE set and no"
+        " __pycache__, every call compiles plait from source, as earlier rounds measured)",
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="also count each call's instructions once under valgrind (callgrind)",
     )
     args = parser.parse_args(argv)
     plait = str(Path(sys.executable).with_name("plait"))
+    import plait as package  # the tree the plait command imports (its root is lazy)
+
+    if not args.no_compile:
+        compile_sources(str(Path(package.__file__).parents[1]), *filter(None, [args.before]))
     with tempfile.TemporaryDirectory() as tmp:
         minimal = Path(tmp, "minimal.py")
         minimal.write_text(MINIMAL)
         db = f"sqlite:///{tmp}/cli.db"
         seed_store(plait, db)
+        parked = Path(tmp, "parked.db")
+        shutil.copyfile(FIXTURE, parked)
         os.environ.pop("PLAIT_DB", None)
         python = sys.executable
         calls = {
@@ -142,6 +171,7 @@ def main(argv: list[str] | None = None) -> None:
             "plait runs --json": [plait, "runs", "--json", "--db", db],
             "plait asks --json": [plait, "asks", "--json", "--db", db],
             "plait show RUN --json": [plait, "show", RUN_ID, "--json", "--db", db],
+            "plait asks --json (parked)": [plait, "asks", "--json", "--db", f"sqlite:///{parked}"],
         }
         envs: dict[str, dict[str, str]] = {}
         if args.before:  # the same verbs from another source tree, in the same rounds
@@ -158,13 +188,13 @@ def main(argv: list[str] | None = None) -> None:
             }
     load = os.getloadavg()[0]
     print(f"CLI start, median of {args.repeat} rounds, load {load:.1f} (target: ≤ 1.5×)")
-    print(f"  {'call':<30} {'wall ms':>8} {'ratio':>6} {'CPU ms':>8} {'ratio':>6}", end="")
+    print(f"  {'call':<38} {'wall ms':>8} {'ratio':>6} {'CPU ms':>8} {'ratio':>6}", end="")
     print(f" {'M instr':>8} {'ratio':>6}" if counted else "")
     for name, (wall, cpu) in took.items():
         base = "minimal --help" if name.endswith("--help") else "minimal hello"  # same kind
         base_wall, base_cpu = took[base]
         line = (
-            f"  {name:<30} {wall * 1000:8.1f} {wall / base_wall:5.2f}×"
+            f"  {name:<38} {wall * 1000:8.1f} {wall / base_wall:5.2f}×"
             f" {cpu * 1000:8.1f} {cpu / base_cpu:5.2f}×"
         )
         if counted:

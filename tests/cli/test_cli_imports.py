@@ -67,6 +67,21 @@ LOADING = (
 
 STORE = ("plait.store", "plait.driver.runtime", "plait.driver.run_view", "plait.core.state")
 
+FOR_A_PERSON = ("rich", "concurrent.futures")
+"""What prints for a person (rich) or verifies on every core (``verify --all``'s process
+pool): never loaded to print one JSON object."""
+
+THE_STEP = (
+    "plait.core.env",
+    "plait.core.plan",
+    "plait.core.conditions",
+    "plait.core.reducers",
+    "plait.core.events",
+    "plait.core.machine",
+    "plait.core.asks",
+)
+"""What a step needs beyond the state it decodes: reading a checkpoint needs none of it."""
+
 
 def imported(tmp_path: Path, *args: str) -> tuple[int, set[str], str]:
     """Exit code, imported modules and stdout of ``plait ARGS`` in a fresh process."""
@@ -123,6 +138,45 @@ def test_show_reads_a_run_and_nothing_that_drives(tmp_path: Path, db: str) -> No
     assert code == 0
     assert json.loads(out)["status"] == "completed"
     assert absent(modules, DRIVING + LOADING + ("plait.governance",)) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("runs", "--json"), ("asks", "--json"), ("show", "orders-chain", "--json")],
+    ids=["runs", "asks", "show"],
+)
+def test_json_output_imports_nothing_a_person_reads(
+    tmp_path: Path, db: str, args: tuple[str, ...]
+) -> None:
+    code, modules, out = imported(tmp_path, *args, "--db", db)
+    assert code == 0
+    assert json.loads(out)
+    assert absent(modules, FOR_A_PERSON) == []
+
+
+def test_asks_and_show_decode_checkpoints_without_the_step(tmp_path: Path, db: str) -> None:
+    """The parked runs' asks and a run's standing come from the state a checkpoint holds:
+    the plan, its conditions and reducers, and the step's events are not imported."""
+    code, modules, out = imported(tmp_path, "asks", "--json", "--db", db)
+    assert code == 0
+    assert json.loads(out)["asks"]
+    assert "plait.core.state" in modules  # checkpoints were read
+    assert absent(modules, (*THE_STEP, "plait.files")) == []
+    code, modules, out = imported(tmp_path, "show", "orders-chain", "--json", "--db", db)
+    assert code == 0
+    assert json.loads(out)["status"] == "completed"
+    assert "plait.core.state" in modules
+    assert absent(modules, THE_STEP) == []
+
+
+def test_asks_with_no_parked_run_reads_no_checkpoint(tmp_path: Path) -> None:
+    """No run is parked: nothing to decode, so the checkpoint reader is not imported."""
+    empty = f"sqlite:///{tmp_path / 'empty.db'}"
+    code, modules, out = imported(tmp_path, "asks", "--json", "--db", empty)
+    assert code == 0
+    assert json.loads(out) == {"asks": []}
+    assert "plait.store" in modules
+    assert absent(modules, ("plait.core.state", "plait.driver.run_view", *FOR_A_PERSON)) == []
 
 
 def test_show_of_a_governed_run_imports_governance_for_its_explanation(

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from plait.cli.common import AsOption, DbOption, JsonOption, runtime
-from plait.cli.inputs import parse_input
 from plait.cli.output import EXIT_OK, Output, literal
 from plait.core.errors import PlaitError
 from plait.driver.verbs import accepted, asks_object, parse_budgets
@@ -94,6 +93,8 @@ def respond(
     with out.reporting():
         if (result is None) == (deny is None):
             raise PlaitError("E019", "respond: give exactly one of --result JSON or --deny REASON")
+        from plait.cli.inputs import parse_input  # not for ``plait asks``
+
         value = parse_input(result, "--result") if result is not None else None
         with runtime(db, principal) as rt:
             body = rt.respond(run_id, ask_id, value, deny=deny)

@@ -7,22 +7,12 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from plait.cli.common import DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
 from plait.cli.results import describe, status_exit
-from plait.cli.verify_all import verify_all
 from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
-from plait.driver.run_listing import (
-    DEFAULT_LIMIT,
-    Filters,
-    check_limit,
-    check_sort,
-    parse_since,
-    runs_page_object,
-)
 from plait.driver.verbs import (
     check_run_status,
     run_row,
@@ -81,6 +71,15 @@ def runs(
     asked = (limit, workflow, since, search, cursor, sort, order, updated_since)
     paged = any(value is not None for value in asked)
     with out.reporting():
+        from plait.driver.run_listing import (  # the pages of runs: not for show or trace
+            DEFAULT_LIMIT,
+            Filters,
+            check_limit,
+            check_sort,
+            parse_since,
+            runs_page_object,
+        )
+
         check_run_status(status)  # before the store is opened (or created)
         since_ms = None if since is None else parse_since(since, "--since")
         updated_ms = (
@@ -314,6 +313,8 @@ def verify(
 
         def verify_ids(advance: Callable[[int], None]) -> list[dict[str, Any]]:
             if all_runs:  # every core once it pays (plait.cli.verify_all)
+                from plait.cli.verify_all import verify_all
+
                 return verify_all(rt.db, ids, workflow, here, advance)
             return [here(run_id) for run_id in ids]
 
@@ -332,6 +333,8 @@ def verify(
         else:
             out.data({"runs": reports, "verified": len(reports) - failed, "failed": failed})
     else:
+        from rich.markup import escape  # a person's lines, never built for --json
+
         for r in reports:
             if r["verified"]:
                 word = "identical" if against is not None else "verified"

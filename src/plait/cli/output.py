@@ -12,11 +12,9 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import typer
-from rich.console import Console
-from rich.text import Text
 from typer.core import TyperGroup
 
 try:  # typer 0.29+ vendors click as typer._click, with its own Context and UsageError
@@ -30,6 +28,10 @@ from plait.core.canonical import dumps
 from plait.core.errors import PlaitError
 from plait.driver.error_json import error_object
 
+if TYPE_CHECKING:  # rich is imported when a verb writes for a person, never for --json
+    from rich.console import Console
+    from rich.text import Text
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
@@ -42,6 +44,8 @@ RUN_OUTCOME_CODES = frozenset({"E001", "E007", "E009", "E013", "E024"})
 def literal(value: object) -> Text:
     """A table cell shown exactly as it is: ids, prompts and results may hold ``[brackets]``
     that rich would otherwise read as markup (and fail on, or style and drop)."""
+    from rich.text import Text
+
     return Text(str(value))
 
 
@@ -59,6 +63,8 @@ class Output:
     """The real stdout while ``reporting`` sends everything else's prints to stderr."""
 
     def console(self) -> Console:
+        from rich.console import Console
+
         to_stderr = self.json_mode or not sys.stdout.isatty()
         return Console(stderr=to_stderr, soft_wrap=True, highlight=False)
 
@@ -82,6 +88,8 @@ class Output:
         if self.json_mode:
             self.data(error_object(error))
         else:
+            from rich.console import Console
+
             console = Console(stderr=True, soft_wrap=True, highlight=False)
             source = getattr(error, "source", None)
             lines = [problem.render(source) for problem in error.problems]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from plait.cli.output import EXIT_FAILED, EXIT_OK, EXIT_PARKED, Output
 
@@ -39,6 +38,8 @@ OUTCOME_CODES = {"stalled": "E001", "budget_exhausted": "E007", "canceled": "E01
 
 
 def describe(out: Output, result: RunResult) -> None:
+    from rich.markup import escape  # a person's line, never built for --json
+
     colour = {"completed": "green", "parked": "yellow", "running": "yellow"}.get(
         result.status, "red"
     )

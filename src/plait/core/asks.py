@@ -17,7 +17,9 @@ from plait.core.events import WriteIntent
 from plait.core.keys import JournalKey, call_id, child_run_id
 from plait.core.machine import StepContext, emit_effect
 from plait.core.node_states import Move, move
+from plait.core.pending import NOT_APPLYING as NOT_APPLYING
 from plait.core.pending import PendingAsk
+from plait.core.pending import announced as announced
 from plait.core.state import OpenPhase
 
 ASK_EXECUTOR = "ask"
@@ -119,14 +121,3 @@ def dispatch_subgraph_node(s: StepContext, phase: OpenPhase, node: int) -> None:
     child = child_run_id(state.run_id, key)
     state.pending_asks[call_id(key)] = PendingAsk(key, node, child=child)
     emit_effect(s, phase, key, SUBGRAPH_PREFIX + s.env.executors[node].name, state.context)
-
-
-NOT_APPLYING = ("tool_name", "expires_at")
-"""Ask fields that are null where they do not apply: an ask node names no tool, and an ask
-expires only with ``asks.ttl_s``."""
-
-
-def announced(ask: dict[str, Any]) -> dict[str, Any]:
-    """An ask as an envelope or a listing shows it: without the fields that do not apply
-    (CONTRACT.md). The state keeps them as null, so checkpoints keep their bytes."""
-    return {k: v for k, v in ask.items() if v is not None or k not in NOT_APPLYING}

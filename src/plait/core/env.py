@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import JSON
 from plait.core.codec import INT, RecordCodec, json_field
 from plait.core.conditions import evaluate
+from plait.core.names import CALL_PREFIX as CALL_PREFIX
+from plait.core.names import BudgetAxis as BudgetAxis
 from plait.core.plan import Plan, PlanEdge
 from plait.core.reducers import MISSING, make_reducer
 
@@ -25,20 +26,6 @@ DEFAULT_MAX_EFFECTS_PER_ATTEMPT = 64
 DEFAULT_LLM_MAX_TOKENS = 1024
 LLM_EXECUTOR = "llm"
 """Executor of a model turn (``core.llm_loop``)."""
-CALL_PREFIX = "call:"
-"""Executor of a model-issued tool call: ``call:<tool name>``; its input is the arguments.
-Named here, with the environment, so readers of a journal (``plait show``) need not
-import the loop that emits them."""
-
-
-class BudgetAxis(StrEnum):
-    """A budget axis; the value is its name in JSON and on the command line."""
-
-    SUPERSTEPS = "supersteps"
-    TOKENS = "tokens"
-    USD = "usd"
-    WALL_MS = "wall_ms"
-    STORAGE_BYTES = "storage_bytes"
 
 
 BUDGET_AXES: tuple[str, ...] = tuple(axis.value for axis in BudgetAxis)

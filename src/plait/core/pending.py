@@ -120,3 +120,14 @@ class SendTask:
 
 
 TASK_CODEC: RecordCodec[SendTask] = RecordCodec(SendTask)
+
+
+NOT_APPLYING = ("tool_name", "expires_at")
+"""Ask fields that are null where they do not apply: an ask node names no tool, and an ask
+expires only with ``asks.ttl_s``."""
+
+
+def announced(ask: dict[str, Any]) -> dict[str, Any]:
+    """An ask as an envelope or a listing shows it: without the fields that do not apply
+    (CONTRACT.md). The state keeps them as null, so checkpoints keep their bytes."""
+    return {k: v for k, v in ask.items() if v is not None or k not in NOT_APPLYING}

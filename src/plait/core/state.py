@@ -10,7 +10,7 @@ feature keeps the bytes it had before the feature existed (§3.1, §3.2).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.core.abstract import FLOW_CODEC, AbstractFlow
 from plait.core.canonical import JSON
@@ -33,12 +33,14 @@ from plait.core.codec import (
     tagged,
     tuple_of,
 )
-from plait.core.env import BudgetAxis
 from plait.core.keys import JournalKey, call_id
+from plait.core.names import BudgetAxis
 from plait.core.node_states import EdgeRes, NodeState, edge_res_of, node_state_of
 from plait.core.outcomes import RunOutcome
 from plait.core.pending import ASK_CODEC, TASK_CODEC, PendingAsk, SendTask
-from plait.core.plan import Plan
+
+if TYPE_CHECKING:  # reading a checkpoint needs no plan (nor its conditions and reducers)
+    from plait.core.plan import Plan
 
 
 @dataclass(slots=True)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plait.core.asks import announced
 from plait.core.canonical import CanonicalJSONError, require_json
 from plait.core.errors import PlaitError
 from plait.core.keys import child_run_id
 from plait.core.outcomes import Completed, EffectOutcome, Failed, journal_bytes
+from plait.core.pending import announced
 from plait.core.state import SchedulerState
 from plait.driver.checkpoints import latest_state
 from plait.store.base import Store

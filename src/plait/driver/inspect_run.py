@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plait.core.env import CALL_PREFIX
+from plait.core.names import CALL_PREFIX
 from plait.core.state import OpenPhase
 
 if TYPE_CHECKING:

@@ -8,6 +8,7 @@ and checkpoints are parsed only through ``driver.checkpoints``. A view never wri
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
@@ -128,9 +129,12 @@ class RunView:
         return explain(self)
 
 
-def parked_asks(store: Store, *, now_ms: int | None = None) -> list[dict[str, Any]]:
-    """The pending asks of every parked run; a parked child is listed as itself."""
+def parked_asks(
+    store: Store, parked: Iterable[RunInfo], *, now_ms: int | None = None
+) -> list[dict[str, Any]]:
+    """The pending asks of the ``parked`` runs (``store.list_runs("parked")``); a parked
+    child is listed as itself."""
     found: list[dict[str, Any]] = []
-    for info in store.list_runs("parked"):
+    for info in parked:
         found.extend(RunView(store, info.run_id, now_ms=now_ms).asks(children=False))
     return found

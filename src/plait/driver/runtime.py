@@ -308,11 +308,15 @@ class Runtime:
 
     def asks(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """What waits for a human: pending asks of one run (and its children), or of all."""
-        from plait.driver.run_view import parked_asks
-
         if run_id is not None:
             return self.view(run_id).asks()
-        return parked_asks(self.store, now_ms=self.clock())
+        now_ms = self.clock()
+        parked = self.store.list_runs("parked")
+        if not parked:  # no checkpoint to read: its reader (the core's state) is not imported
+            return []
+        from plait.driver.run_view import parked_asks
+
+        return parked_asks(self.store, parked, now_ms=now_ms)
 
     # --- answers and steering -------------------------------------------------------
 
