@@ -383,6 +383,25 @@ def growth(steps: tuple[int, int]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def growth_only(steps: int, rounds: int) -> dict[str, float]:
+    """Only plait's growing loop: the first and the last 100 steps, and the slopes (steps
+    100..200 against the last 100), one line per run (issue #22 target 2)."""
+    plait_grow_once(20)  # warm-up
+    print(f"plait growing loop, {DOC_BYTES} B/step, {steps} steps, one run per line:")
+    summary: dict[str, float] = {}
+    for r in range(rounds):
+        _, _, stamps = plait_grow_once(steps)
+        first, second = window_us(stamps, 0), window_us(stamps, 100)
+        last = window_us(stamps, steps - 100)
+        print(
+            f"  run {r + 1}: first 100 {first:8.1f} us/step, steps 100-200 {second:8.1f},"
+            f" last 100 {last:8.1f}; last/first {last / first:5.2f}x,"
+            f" last/(100-200) {last / second:5.2f}x"
+        )
+        summary = {"first_us": first, "second_us": second, "last_us": last}
+    return summary
+
+
 def profile(n: int, grow_steps: int, top: int = 10) -> None:
     """cProfile the plait side of the loop and of the growing loop; top functions."""
     cases = (
@@ -439,7 +458,17 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "--quick", action="store_true", help="smoke run: 2 repeats, 300-step growth"
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile the plait side")
+    parser.add_argument(
+        "--only",
+        choices=("growth",),
+        help="growth: only plait's growing loop (3.), its time per step over the run",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="with --only growth: runs, each reported"
+    )
     args = parser.parse_args(argv)
+    if args.only == "growth":
+        return growth_only(GROW_STEPS[1] if not args.quick else 300, args.rounds)
     repeats = 2 if args.quick else REPEATS
     steps = (100, 300) if args.quick else GROW_STEPS
 
