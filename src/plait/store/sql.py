@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from plait.core.canonical import JSON, dumpb
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
+from plait.core.merkle import merkle_digest
 from plait.store.base import corrupted_checkpoint, unknown_run
 from plait.store.chunks import HashMemo, RowEncoder, collecting_encoder
 from plait.store.lease import LeaseRow, stale_token
@@ -354,18 +355,21 @@ closes it), so its bytes are read without parsing and encoding the value again."
 def _checkpoint_bytes(
     run_id: str, seq: int, sha: str, size: int, payload: str, reader: NodeReader
 ) -> bytes:
-    """A checkpoint row's bytes, checked against the size and SHA-256 the row records (a
-    cut one is also checked node by node as it is decoded); PLAIT-E010."""
+    """A checkpoint row's bytes, checked against the size and digest the row records;
+    PLAIT-E010. The digest is the SHA-256 of the payload, the root naming its nodes by
+    hash (engine epoch 3, ``core.merkle``), or of the whole bytes (epochs 1 and 2); a
+    cut checkpoint is also checked node by node as it is decoded."""
+    merkle = merkle_digest(payload) == sha
     if payload.startswith(_WHOLE) and payload.endswith("}"):
         data = payload[len(_WHOLE) : -1].encode("utf-8")
-        if len(data) == size and sha256_hex(data) == sha:
+        if len(data) == size and (merkle or sha256_hex(data) == sha):
             return data  # else decoded below, as any payload, to say what is wrong
     try:
         reader.prefetch([payload])
         data = dumpb(reader.decode(payload))
     except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
         raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
-    if len(data) != size or sha256_hex(data) != sha:
+    if len(data) != size or not (merkle or sha256_hex(data) == sha):
         raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
     return data
 
