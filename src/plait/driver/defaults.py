@@ -19,8 +19,8 @@ SUPPORTED_EPOCHS = frozenset({1, 2, 3})
 """Every epoch this plait replays: each run verifies and resumes under the epoch it was
 written by (1: the instruction and input in one JSON user message; 2: the instruction as
 a system message, the input as a user message; 3: as 2, and a checkpoint's digest is the
-Merkle root of its content-addressed nodes, ``core.merkle``). A new epoch is added here and where the
-core asks ``StepEnv.engine_epoch`` (docs/versions.md)."""
+Merkle root of its content-addressed nodes, ``core.merkle``). A new epoch is added here
+and where the core asks ``StepEnv.engine_epoch`` (docs/versions.md)."""
 DEFAULT_DB = "sqlite:///.plait/plait.db"
 DEFAULT_LEASE_TTL_MS = 30_000
 DEFAULT_RETRY_SLEEP_MAX_MS = 5_000

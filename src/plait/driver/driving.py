@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
-from plait.core.merkle import ChunkMemo
 from plait.core.events import CancelSeen, ClockReading, Event, InputReceived
 from plait.core.keys import JournalKey
+from plait.core.merkle import ChunkMemo
 from plait.core.state import SchedulerState
 from plait.driver.admission import budgets_of, check_pinned_model
 from plait.driver.answers import pending_asks

@@ -25,8 +25,8 @@ from plait.core.canonical import dumps
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.core.events import WriteCheckpoint, WriteIntent
-from plait.core.merkle import ChunkMemo
 from plait.core.keys import JournalKey, call_id
+from plait.core.merkle import ChunkMemo
 from plait.core.migrate import empty_record, migrate_state
 from plait.core.outcomes import EffectOutcome, outcome_from_json
 from plait.core.state import SchedulerState
