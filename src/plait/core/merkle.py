@@ -22,9 +22,8 @@ from __future__ import annotations
 import json.encoder
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from hashlib import sha256
-from typing import Any
+from typing import Any, NamedTuple
 
 from plait.core.canonical import (
     JSON,
@@ -52,10 +51,10 @@ class ChunkError(ValueError):
     """A node or encoded form that is not what a cutter writes (corruption)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointCut:
+class CheckpointCut(NamedTuple):
     """One checkpoint as stored: the root's encoded text (the row's payload), the nodes
-    this cut handed out (by hash), the Merkle digest and the canonical byte size."""
+    this cut handed out (by hash), the Merkle digest and the canonical byte size. (A
+    named tuple: made at every superstep, where a frozen dataclass costs more to build.)"""
 
     root: str
     nodes: dict[str, bytes]
@@ -82,6 +81,8 @@ class ChunkMemo:
         self.pages: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
         self.groups: dict[tuple[str, ...], str] = {}
         self.hashed = 0
+        self.small = False
+        """Whether the last checkpoint cut was kept whole (a hint: see ``cut_checkpoint``)."""
         self._weight = 0
         self._max_weight = max_weight
 
@@ -104,20 +105,27 @@ def cut_checkpoint(value: dict[str, Any], memo: ChunkMemo | None = None) -> Chec
     as ``{"j": text}``; a larger one is walked. Raises CanonicalJSONError for a value with
     no canonical form.
     """
-    cutter = _Cutter(memo)
     text: str | None = None
-    if _maybe_small(value, WHOLE_CHECKPOINT_LIMIT):
+    # The last checkpoint was small: so is this one, most likely, and its text costs less
+    # than the walk that would tell (the choice is the same either way: see _maybe_small).
+    if (memo is not None and memo.small) or _maybe_small(value, WHOLE_CHECKPOINT_LIMIT):
         try:
             text = canonical_text(value)
         except (ValueError, TypeError, RecursionError):
             text = None  # the walk reports what is wrong
     if text is not None and len(text) <= WHOLE_CHECKPOINT_LIMIT:
-        root, size = '{"j":' + text + "}", _size(text)
-    else:
-        root, size = cutter.value(value)
+        root = '{"j":' + text + "}"
+        data = root.encode("utf-8")
+        if memo is not None:
+            memo.small = True
+            memo.hashed += len(data)
+        return CheckpointCut(root, {}, sha256(data).hexdigest(), len(data) - 6)
+    cutter = _Cutter(memo)
+    root, size = cutter.value(value)
     data = root.encode("utf-8")
     cutter.hashed += len(data)
     if memo is not None:
+        memo.small = False
         memo.hashed += cutter.hashed
     return CheckpointCut(root, cutter.nodes, sha256(data).hexdigest(), size)
 
@@ -133,23 +141,26 @@ def _size(text: str) -> int:
 
 
 def _maybe_small(v: Any, limit: int) -> bool:
-    """A cheap walk that gives up once ``v`` surely has more than ``limit`` characters of
-    canonical text (so a large state is not serialized just to learn it is large)."""
+    """False when ``v``'s canonical text surely has more than ``limit`` characters: a walk
+    summing a lower bound of the text's length (quotes, brackets, separators, one character
+    a scalar), which gives up as soon as the bound passes ``limit``, so a large state is
+    not serialized just to learn it is large. A true lower bound: the whole-or-cut choice
+    is ``len(canonical text) <= limit`` however it is reached."""
     stack = [v]
     total = 0
     while stack:
         x = stack.pop()
         t = type(x)
         if t is str:
-            total += len(x) + 3
+            total += len(x) + 2
         elif t is dict or isinstance(x, dict):
-            total += 2 + 4 * len(x)
+            total += 1 + 4 * len(x) if x else 2
             stack.extend(x.values())
         elif t is list or t is tuple:
-            total += 2 + len(x)
+            total += 1 + len(x) if x else 2
             stack.extend(x)
         else:
-            total += 2
+            total += 1
         if total > limit:
             return False
     return True

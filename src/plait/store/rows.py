@@ -70,7 +70,8 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
     if isinstance(write, CheckpointWrite):
         cut = write.cut
         if cut is not None:  # epoch 3: cut by the core, digested by its Merkle root
-            encode(None, Cut(cut.root, cut.nodes))
+            if cut.nodes:
+                encode(None, Cut(cut.root, cut.nodes))
             return ("checkpoint", None, None, None, write.superstep, None, None, None,
                     cut.digest, cut.size, cut.root)  # fmt: skip
         assert write.data is not None
