@@ -107,8 +107,8 @@ def cut_checkpoint(value: dict[str, Any], memo: ChunkMemo | None = None) -> Chec
     """
     text: str | None = None
     # The last checkpoint was small: so is this one, most likely, and its text costs less
-    # than the walk that would tell (the choice is the same either way: see _maybe_small).
-    if (memo is not None and memo.small) or _maybe_small(value, WHOLE_CHECKPOINT_LIMIT):
+    # than the walk that would tell (the choice is the same either way: see maybe_small).
+    if (memo is not None and memo.small) or maybe_small(value, WHOLE_CHECKPOINT_LIMIT):
         try:
             text = canonical_text(value)
         except (ValueError, TypeError, RecursionError):
@@ -140,7 +140,7 @@ def _size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def _maybe_small(v: Any, limit: int) -> bool:
+def maybe_small(v: Any, limit: int) -> bool:
     """False when ``v``'s canonical text surely has more than ``limit`` characters: a walk
     summing a lower bound of the text's length (quotes, brackets, separators, one character
     a scalar), which gives up as soon as the bound passes ``limit``, so a large state is
@@ -226,7 +226,7 @@ class _Cutter:
 
     def plain(self, v: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> tuple[str, int] | None:
         """``{"j": v}`` when ``v`` is small enough to stay inline, else None (walk it)."""
-        if not _maybe_small(v, INLINE_LIMIT) or not _str_keys(v):
+        if not maybe_small(v, INLINE_LIMIT) or not _str_keys(v):
             return None  # json would turn int keys into strings; the walk refuses them
         try:
             text = canonical_text(v)

@@ -53,6 +53,7 @@ from plait.core.canonical import (
 )
 from plait.core.merkle import ChunkError as ChunkError
 from plait.core.merkle import decode as decode
+from plait.core.merkle import maybe_small
 from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256
@@ -152,7 +153,12 @@ def encode_text(
     JSON data already; a dict with non-string keys has no canonical form and only the
     walk can tell (json would turn the keys into strings).
     """
-    if text is None and type(value) in (dict, list) and _few_leaves(value, SMALL_LIMIT // 8):
+    if (
+        text is None
+        and type(value) in (dict, list)
+        and maybe_small(value, SMALL_LIMIT)  # a large value is neither walked nor serialized
+        and _few_leaves(value, SMALL_LIMIT // 8)
+    ):
         try:
             text = canonical_text(value)
         except (ValueError, TypeError, RecursionError):
