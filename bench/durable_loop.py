@@ -81,16 +81,23 @@ def plait_loop(n: int, *, use_async: bool = False) -> Workflow:
     )
 
 
+_CLOCK: list[Callable[[], float]] = [time.perf_counter]
+"""What the growing loop's steps are timed with: wall time, or with ``--only growth --cpu``
+the process's CPU time (what other work on a shared machine moves least)."""
+
+
 def plait_grow(n: int, stamps: list[float]) -> Workflow:
     """The same loop whose step appends a fresh random 1 KB hex string to ``log``."""
     rng = random.Random(1)
 
+    clock = _CLOCK[0]
+
     def grow(i: int) -> dict[str, Any]:
-        stamps.append(time.perf_counter())
+        stamps.append(clock())
         return {"i": i + 1, "log": rng.randbytes(DOC_BYTES // 2).hex()}
 
     def done() -> dict[str, Any]:
-        stamps.append(time.perf_counter())
+        stamps.append(clock())
         return {}
 
     return (
@@ -383,6 +390,26 @@ def growth(steps: tuple[int, int]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def growth_only(steps: int, rounds: int) -> dict[str, float]:
+    """Only plait's growing loop: the first and the last 100 steps, and the slopes (steps
+    100..200 against the last 100), one line per run (issue #22 target 2)."""
+    plait_grow_once(20)  # warm-up
+    clock = "CPU" if _CLOCK[0] is time.process_time else "wall"
+    print(f"plait growing loop, {DOC_BYTES} B/step, {steps} steps, {clock} time, one run a line:")
+    summary: dict[str, float] = {}
+    for r in range(rounds):
+        _, _, stamps = plait_grow_once(steps)
+        first, second = window_us(stamps, 0), window_us(stamps, 100)
+        last = window_us(stamps, steps - 100)
+        print(
+            f"  run {r + 1}: first 100 {first:8.1f} us/step, steps 100-200 {second:8.1f},"
+            f" last 100 {last:8.1f}; last/first {last / first:5.2f}x,"
+            f" last/(100-200) {last / second:5.2f}x"
+        )
+        summary = {"first_us": first, "second_us": second, "last_us": last}
+    return summary
+
+
 def profile(n: int, grow_steps: int, top: int = 10) -> None:
     """cProfile the plait side of the loop and of the growing loop; top functions."""
     cases = (
@@ -439,7 +466,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "--quick", action="store_true", help="smoke run: 2 repeats, 300-step growth"
     )
     parser.add_argument("--profile", action="store_true", help="also cProfile the plait side")
+    parser.add_argument(
+        "--only",
+        choices=("growth",),
+        help="growth: only plait's growing loop (3.), its time per step over the run",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="with --only growth: runs, each reported"
+    )
+    parser.add_argument(
+        "--cpu", action="store_true", help="with --only growth: time steps in CPU time"
+    )
     args = parser.parse_args(argv)
+    if args.cpu:
+        _CLOCK[0] = time.process_time
+    if args.only == "growth":
+        return growth_only(GROW_STEPS[1] if not args.quick else 300, args.rounds)
     repeats = 2 if args.quick else REPEATS
     steps = (100, 300) if args.quick else GROW_STEPS
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("plait", "langgraph")
+GROW_AT = (100, 200, 900, 1000)
+"""``--grow``: lengths of the growing loop counted; per-step slopes between them."""
 
 
 def child(side: str, n: int) -> None:
@@ -34,7 +36,11 @@ def child(side: str, n: int) -> None:
     import durable_loop
 
     with tempfile.TemporaryDirectory() as tmp:
-        if side == "plait":
+        if side == "plait-grow":
+            workflow = durable_loop.plait_grow(n, [])
+            _, _, rt, _ = durable_loop.run_plait(workflow, Path(tmp) / "p.db")
+            rt.close()
+        elif side == "plait":
             _, _, rt, _ = durable_loop.run_plait(durable_loop.plait_loop(n), Path(tmp) / "p.db")
             rt.close()
         else:
@@ -61,12 +67,21 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=1000, help="iterations of the long loop")
     parser.add_argument("--side", choices=SIDES, action="append", help="only this side")
     parser.add_argument("--child", nargs=2, metavar=("SIDE", "N"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--grow",
+        action="store_true",
+        help="plait's growing loop (1 KB more context a step) instead: instructions per step"
+        f" between {GROW_AT} steps, the last slope against the first",
+    )
     args = parser.parse_args()
     if args.child:
         child(args.child[0], int(args.child[1]))
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on the PATH (Debian: apt install valgrind)")
+    if args.grow:
+        grow()
+        return
     per_step: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for side in args.side or SIDES:
@@ -76,6 +91,16 @@ def main() -> None:
             print(f"  {side:10s} {per_step[side] / 1e6:6.3f} M instructions per superstep")
     if len(per_step) == 2:
         print(f"  ratio LangGraph/plait: {per_step['langgraph'] / per_step['plait']:.2f}x")
+
+
+def grow() -> None:
+    """Instructions per step of the growing loop: steps 100-200 against 900-1000."""
+    with tempfile.TemporaryDirectory() as tmp:
+        total = {n: total_instructions("plait-grow", n, Path(tmp) / f"g{n}") for n in GROW_AT}
+    a, b, c, d = GROW_AT
+    early, late = (total[b] - total[a]) / (b - a), (total[d] - total[c]) / (d - c)
+    print(f"  growing loop: steps {a}-{b} {early / 1e6:6.3f} M instructions per step,")
+    print(f"  steps {c}-{d} {late / 1e6:6.3f} M; last/early {late / early:.2f}x")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from plait.core.plan import Plan, PlanEdge
 from plait.core.reducers import MISSING, make_reducer
 
 if TYPE_CHECKING:
+    from plait.core.merkle import ChunkMemo
     from plait.core.retry import RetryPolicy
 
 DEFAULT_MAX_SUPERSTEPS = 1024
@@ -109,6 +110,9 @@ class StepEnv:
     engine_epoch: int = 1
     """The engine epoch the run was written by (§5.5): where the journaled behaviour of
     two epochs differs, the core asks this (the driver passes the run's pinned epoch)."""
+    checkpoint_memo: ChunkMemo | None = field(default=None, compare=False, repr=False)
+    """From epoch 3: what earlier checkpoints of this drive already cut (a cache: the
+    digest and bytes do not depend on it). None: every checkpoint hands out all its nodes."""
 
     def reducer(self) -> Reducer:
         """The reducer to use: the injected one, else the plan's declared table."""

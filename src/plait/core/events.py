@@ -8,12 +8,15 @@ Commands are what the driver must do, in order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import JSON
 from plait.core.canonical import WHOLE_CHECKPOINT_LIMIT as WHOLE_CHECKPOINT_LIMIT
 from plait.core.keys import JournalKey
 from plait.core.outcomes import EffectOutcome, RunOutcome
+
+if TYPE_CHECKING:
+    from plait.core.merkle import CheckpointCut
 
 # --- events -----------------------------------------------------------------
 
@@ -110,6 +113,10 @@ class EmitEnvelope:
 class WriteCheckpoint:
     """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}.
 
+    Up to engine epoch 2 ``data`` holds those bytes (digest: their SHA-256). From epoch 3
+    ``data`` is None and ``cut`` holds the checkpoint cut into nodes, its Merkle digest
+    and its size (``core.merkle``): the bytes are built only when asked (``canonical``).
+
     ``value`` is what ``data`` encodes, copied when the checkpoint was taken (the step
     goes on changing the state's lists): fresh containers around the same strings and
     transcript entries, which never change. A store cuts a large checkpoint from it
@@ -120,8 +127,22 @@ class WriteCheckpoint:
 
     superstep: int
     record: dict[str, Any]
-    data: bytes
+    data: bytes | None
     value: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    cut: CheckpointCut | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def size(self) -> int:
+        """Canonical bytes of the checkpoint (the E015 bound), without building them."""
+        return self.cut.size if self.cut is not None else len(self.data or b"")
+
+    def canonical(self) -> bytes:
+        """The canonical bytes (built from the cut's nodes: call it only on a cut made
+        without a memo, or pass on to ``CheckpointCut.canonical`` the nodes seen before)."""
+        if self.data is not None:
+            return self.data
+        assert self.cut is not None
+        return self.cut.canonical()
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,7 @@ from plait.core.events import (
 )
 from plait.core.keys import JournalKey, call_id
 from plait.core.machine import StepContext, emit_effect, fail_node
+from plait.core.merkle import MERKLE_EPOCH, cut_checkpoint
 from plait.core.node_states import Move, NodeState, move
 from plait.core.outcomes import (
     Completed,
@@ -483,6 +484,12 @@ def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
     state = s.state
     record_json: dict[str, Any] = record.to_json()
     value = {"scheduler": state.to_json(), "decisions": record_json}
+    if s.env.engine_epoch >= MERKLE_EPOCH:
+        # Cut now, while the value is this superstep's: the step goes on changing the
+        # state's lists. Unchanged subtrees come from the memo: no whole-state pass.
+        cut = cut_checkpoint(value, s.env.checkpoint_memo)
+        s.commands.append(WriteCheckpoint(record.superstep, record_json, None, cut=cut))
+        return
     data = dumpb(value)
     # Only a checkpoint a store will cut into chunks needs its value (see WriteCheckpoint).
     copied = _containers_copied(value) if len(data) > WHOLE_CHECKPOINT_LIMIT else None

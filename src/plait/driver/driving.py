@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from plait.core.errors import PlaitError
 from plait.core.events import CancelSeen, ClockReading, Event, InputReceived
 from plait.core.keys import JournalKey
+from plait.core.merkle import ChunkMemo
 from plait.core.state import SchedulerState
 from plait.driver.admission import budgets_of, check_pinned_model
 from plait.driver.answers import pending_asks
@@ -117,7 +118,9 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
                 set_wake(store, run_id, None, replace=True)  # this drive settles what is due
         if resumed and existing is None:
             existing = store.load_journal(run_id)  # read under the lease
-        env = make_env(definition, budgets_of(manifest, existing), epoch=epoch)
+        memo = ChunkMemo()  # what this drive's checkpoints already cut (epoch 3)
+        env = replace(make_env(definition, budgets_of(manifest, existing), epoch=epoch),
+                      checkpoint_memo=memo)  # fmt: skip
         if isinstance(origin, FromCheckpoint):
             state = origin.state
             if state.run_id != run_id:
@@ -146,6 +149,7 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
             first_feed=first_feed(origin),
             lease_ttl_ms=ttl,
             max_checkpoint_bytes=host.max_checkpoint_bytes,
+            checkpoint_memo=memo,
         )
         llm_keys = forked_llm_keys(host, manifest)
         llm_keys += [i.key for i in existing.intents if i.key.kind == "llm"] if existing else []

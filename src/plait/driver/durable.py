@@ -14,6 +14,7 @@ from typing import Any
 from plait.core.errors import PlaitError
 from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id, idempotency_key
+from plait.core.merkle import ChunkMemo
 from plait.core.outcomes import EffectOutcome, journal_bytes, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.driver.crash import CrashPoint
@@ -67,6 +68,7 @@ class DurableJournal:
         first_feed: dict[str, Any] | None = None,
         lease_ttl_ms: int = 30_000,
         max_checkpoint_bytes: int = DEFAULT_MAX_CHECKPOINT_BYTES,
+        checkpoint_memo: ChunkMemo | None = None,
     ) -> None:
         self._store = store
         self._run_id = run_id
@@ -89,6 +91,10 @@ class DurableJournal:
         self._ttl = lease_ttl_ms
         self._renewed_at = clock_ms
         self._max_checkpoint = max_checkpoint_bytes
+        self._checkpoint_memo = checkpoint_memo
+        """The memo the core cuts this drive's epoch-3 checkpoints with (``StepEnv``): it
+        holds what earlier cuts handed out, so it is forgotten when a wave may not have
+        reached the store (dropped, or its commit failed)."""
 
     def feed(self, events: list[Event]) -> None:
         body: dict[str, Any] = {"events": encode_events(events)}
@@ -154,17 +160,24 @@ class DurableJournal:
         )
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
-        if len(command.data) > self._max_checkpoint:  # the wave is dropped, not committed
+        if command.size > self._max_checkpoint:  # the wave is dropped, not committed
             self._pending, self._cutting = [], []
+            self._forget_cuts()
             raise checkpoint_too_large(
                 self._run_id,
                 command.superstep,
-                len(command.data),
+                command.size,
                 self._max_checkpoint,
                 "nothing of its wave was journaled (not its effects' results either):"
                 " the run resumes from its last checkpoint",
             )
-        self._pending.append(CheckpointWrite(command.superstep, command.data, command.value))
+        self._pending.append(
+            CheckpointWrite(command.superstep, command.data, command.value, command.cut)
+        )
+
+    def _forget_cuts(self) -> None:
+        if self._checkpoint_memo is not None:
+            self._checkpoint_memo.clear()
 
     def envelope(self, command: EmitEnvelope) -> None:
         self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
@@ -191,7 +204,11 @@ class DurableJournal:
         cutting, self._cutting = self._cutting, []
         if any(type(w) is RecordWrite and w.kind == "envelope" for w in writes):
             writes = at_rest(writes)
-        self._store.commit(self._run_id, self._token, writes, release=release)
+        try:
+            self._store.commit(self._run_id, self._token, writes, release=release)
+        except BaseException:
+            self._forget_cuts()  # its checkpoint's nodes may not be stored
+            raise
         if len(self._cut) + len(cutting) > _CUT_LIMIT:
             self._cut.clear()  # forgetting only costs cutting those nodes again
         self._cut.update(cutting)

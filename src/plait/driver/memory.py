@@ -38,7 +38,7 @@ class MemoryJournal:
         self.feeds.append(list(events))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
-        self.checkpoints.append(command.data)
+        self.checkpoints.append(command.canonical())
 
     def envelope(self, command: EmitEnvelope) -> None:
         self.envelopes.append(command)

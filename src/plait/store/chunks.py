@@ -51,6 +51,9 @@ from plait.core.canonical import (
     canonical_text,
     loads,
 )
+from plait.core.merkle import ChunkError as ChunkError
+from plait.core.merkle import decode as decode
+from plait.core.merkle import maybe_small
 from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256
@@ -60,10 +63,6 @@ PAGE_SIZE = 16
 """Elements per list page, and hashes per tree node above the pages."""
 
 _quote: Callable[[str], str] = json.encoder.encode_basestring  # canonical: no ASCII escapes
-
-
-class ChunkError(ValueError):
-    """A node or encoded form that is not what ``encode`` writes (corruption)."""
 
 
 class Encoded(NamedTuple):
@@ -135,9 +134,13 @@ SMALL_LIMIT = WHOLE_CHECKPOINT_LIMIT
 (the core copies a checkpoint's value for the store only when it is longer)."""
 
 
+WHOLE_PREFIX = '{"j":'
+"""How the row payload of a value kept whole starts (it ends with ``}``)."""
+
+
 def whole_text(text: str) -> str:
     """The row payload of a value kept whole: its canonical text wrapped as ``{"j"}``."""
-    return '{"j":' + text + "}"
+    return WHOLE_PREFIX + text + "}"
 
 
 def encode_text(
@@ -154,7 +157,12 @@ def encode_text(
     JSON data already; a dict with non-string keys has no canonical form and only the
     walk can tell (json would turn the keys into strings).
     """
-    if text is None and type(value) in (dict, list) and _few_leaves(value, SMALL_LIMIT // 8):
+    if (
+        text is None
+        and type(value) in (dict, list)
+        and maybe_small(value, SMALL_LIMIT)  # a large value is neither walked nor serialized
+        and _few_leaves(value, SMALL_LIMIT // 8)
+    ):
         try:
             text = canonical_text(value)
         except (ValueError, TypeError, RecursionError):
@@ -206,21 +214,6 @@ def collecting_encoder(
         return root
 
     return cut
-
-
-def decode(
-    root: JSON,
-    fetch: Callable[[str], bytes],
-    *,
-    cache: dict[str, JSON] | None = None,
-) -> JSON:
-    """Rebuild the value ``root`` encodes, fetching node bytes by hash.
-
-    ``cache`` keeps parsed nodes between calls (e.g. over a whole journal, whose inputs
-    share most nodes); the returned containers are always fresh, only strings are shared.
-    Raises ChunkError (or CanonicalJSONError) on anything ``encode`` would not have written.
-    """
-    return _Reader(fetch, {} if cache is None else cache).value(root)
 
 
 def decode_row(
@@ -359,6 +352,15 @@ class _Cutter:
     def page_node(self, items: Sequence[Any]) -> str:
         """Store one page of a long list; return its hash (remembered for pages of strings)."""
         memo = self.memo
+        if memo is not None and items and type(items[0]) is str:
+            # A page seen before is found without looking at its elements one by one: a
+            # key holds only strings, so an equal page holds the same strings.
+            try:
+                digest = memo.hashes.get((self.limit, tuple(items)))
+            except TypeError:  # an unhashable element: not a page of strings
+                digest = None
+            if digest is not None and digest in self.known:
+                return digest
         if memo is not None and items and all(type(x) is Entry for x in items):
             page = tuple(items)
             return self.frozen(
@@ -446,53 +448,3 @@ def _float_text(v: float) -> str:
     if not math.isfinite(v):
         raise CanonicalJSONError(f"Out of range float values are not JSON compliant: {v!r}")
     return float.__repr__(v)
-
-
-class _Reader:
-    """One decode call (or several sharing ``cache``)."""
-
-    __slots__ = ("cache", "fetch")
-
-    def __init__(self, fetch: Callable[[str], bytes], cache: dict[str, JSON]) -> None:
-        self.fetch = fetch
-        self.cache = cache
-
-    def node(self, digest: Any) -> JSON:
-        if type(digest) is not str:
-            raise ChunkError(f"a node reference must be a string, not {type(digest).__name__}")
-        parsed = self.cache.get(digest)
-        if parsed is None:
-            parsed = loads(self.fetch(digest))
-            if type(parsed) is dict and "r" in parsed:
-                raise ChunkError(f"node {digest} is a bare reference")
-            self.cache[digest] = parsed
-        return parsed
-
-    def value(self, e: JSON) -> JSON:
-        t = type(e)
-        if t is dict:
-            if len(e) != 1:
-                raise ChunkError(f"an encoded container has one tag, not {sorted(e)}")
-            ((tag, body),) = e.items()
-            if tag == "o" and type(body) is dict:
-                value = self.value
-                return {k: value(v) for k, v in body.items()}
-            if tag == "l" and type(body) is list:
-                value = self.value
-                return [value(x) for x in body]
-            if tag == "t" and type(body) is list:
-                out: list[JSON] = []
-                for digest in body:
-                    part = self.value(self.node(digest))
-                    if type(part) is not list:
-                        raise ChunkError(f"tree child {digest} is not a list")
-                    out.extend(part)
-                return out
-            if tag == "r":
-                return self.value(self.node(body))
-            if tag == "j" and type(body) in (dict, list):
-                return loads(canonical_text(body))  # fresh containers: parsed nodes are cached
-            raise ChunkError(f"unknown encoded form tagged {tag!r}")
-        if t is list:
-            raise ChunkError("a bare array is not an encoded form")
-        return e

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 
 from plait.core.canonical import JSON
 from plait.core.keys import JournalKey
+from plait.core.merkle import CheckpointCut
 from plait.store.chunks import Cut
 
 RUN_STATUSES: tuple[str, ...] = (
@@ -106,8 +107,11 @@ class CheckpointWrite:
     """
 
     superstep: int
-    data: bytes
+    data: bytes | None
     value: JSON | None = field(default=None, repr=False, compare=False)
+    cut: CheckpointCut | None = field(default=None, repr=False, compare=False)
+    """From engine epoch 3 (``data`` None): the checkpoint as the core cut it; the row
+    holds its root, digest (the Merkle root's SHA-256) and size, its nodes go in with it."""
     at_rest: bool = field(default=False, compare=False)
     """The checkpoint a run parks with: a small one is stored deflated (``packed.py``)."""
 

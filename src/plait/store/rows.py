@@ -14,7 +14,7 @@ from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.keys import JournalKey
-from plait.store.chunks import SMALL_LIMIT, RowEncoder, whole_text
+from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, whole_text
 from plait.store.packed import pack
 from plait.store.records import (
     CheckpointMeta,
@@ -69,6 +69,16 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
                 write.journal_bytes, None, None,
                 encode(write.outcome, write.outcome_cut))  # fmt: skip
     if isinstance(write, CheckpointWrite):
+        cut = write.cut
+        if cut is not None:  # epoch 3: cut by the core, digested by its Merkle root
+            payload = cut.root
+            if cut.nodes:
+                encode(None, Cut(cut.root, cut.nodes))
+            elif write.at_rest and payload.startswith(WHOLE_PREFIX):  # kept whole: deflated
+                payload = pack(payload[len(WHOLE_PREFIX) : -1].encode("utf-8"))
+            return ("checkpoint", None, None, None, write.superstep, None, None, None,
+                    cut.digest, cut.size, payload)  # fmt: skip
+        assert write.data is not None
         text = write.data.decode("utf-8")
         if write.value is None and len(text) <= SMALL_LIMIT:
             # a checkpoint is an object: kept whole like any, deflated when at rest

@@ -22,8 +22,9 @@ from typing import Any, Protocol
 from plait.core.canonical import JSON, dumpb
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
+from plait.core.merkle import merkle_digest
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import HashMemo, RowEncoder, collecting_encoder
+from plait.store.chunks import WHOLE_PREFIX, HashMemo, RowEncoder, collecting_encoder
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
 from plait.store.packed import PACKED_PREFIX, unpack
@@ -353,7 +354,7 @@ def read_checkpoints(
     }
 
 
-_WHOLE = '{"j":'
+_WHOLE = WHOLE_PREFIX
 """How a checkpoint kept whole starts its payload: the rest is its canonical text (``}``
 closes it), so its bytes are read without parsing and encoding the value again."""
 
@@ -361,26 +362,31 @@ closes it), so its bytes are read without parsing and encoding the value again."
 def _checkpoint_bytes(
     run_id: str, seq: int, sha: str, size: int, payload: str, reader: NodeReader
 ) -> bytes:
-    """A checkpoint row's bytes, checked against the size and SHA-256 the row records (a
-    cut one is also checked node by node as it is decoded); PLAIT-E010."""
-    if payload.startswith(PACKED_PREFIX):  # a checkpoint at rest, deflated (packed.py)
+    """A checkpoint row's bytes, checked against the size and digest the row records;
+    PLAIT-E010. The digest is the SHA-256 of the payload, the root naming its nodes by
+    hash (engine epoch 3, ``core.merkle``), or of the whole bytes (epochs 1 and 2); a
+    cut checkpoint is also checked node by node as it is decoded. A checkpoint at rest is
+    stored deflated (``packed.py``): its digest is the one its whole payload would have."""
+    if payload.startswith(PACKED_PREFIX):
         try:
             data = unpack(payload)
         except ValueError as exc:
             raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
-        if len(data) != size or sha256_hex(data) != sha:
+        whole = _WHOLE + data.decode("utf-8", "replace") + "}"
+        if len(data) != size or not (sha256_hex(data) == sha or merkle_digest(whole) == sha):
             raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
         return data
+    merkle = merkle_digest(payload) == sha
     if payload.startswith(_WHOLE) and payload.endswith("}"):
         data = payload[len(_WHOLE) : -1].encode("utf-8")
-        if len(data) == size and sha256_hex(data) == sha:
+        if len(data) == size and (merkle or sha256_hex(data) == sha):
             return data  # else decoded below, as any payload, to say what is wrong
     try:
         reader.prefetch([payload])
         data = dumpb(reader.decode(payload))
     except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
         raise corrupted_checkpoint(run_id, seq, str(exc)) from exc
-    if len(data) != size or sha256_hex(data) != sha:
+    if len(data) != size or not (merkle or sha256_hex(data) == sha):
         raise corrupted_checkpoint(run_id, seq, "sha256 mismatch")
     return data
 
