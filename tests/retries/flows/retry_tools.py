@@ -4,7 +4,11 @@ so a tool can fail the first few times it is called and then succeed."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+
+_counting = threading.Lock()
+"""Send tasks run at once in the driver's thread pool: one count at a time, none lost."""
 
 
 class ServiceDown(Exception):
@@ -17,9 +21,10 @@ class BadRequest(Exception):
 
 def _tick(name: str) -> int:
     path = Path("calls.json")
-    counts = json.loads(path.read_text()) if path.exists() else {}
-    counts[name] = counts.get(name, 0) + 1
-    path.write_text(json.dumps(counts))
+    with _counting:
+        counts = json.loads(path.read_text()) if path.exists() else {}
+        counts[name] = counts.get(name, 0) + 1
+        path.write_text(json.dumps(counts))
     return int(counts[name])
 
 
