@@ -67,6 +67,9 @@ _inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
 """INSERT statements by the shape of a batch: which columns of each row are set (see
 ``_insert_rows``)."""
 
+_ROW_ITEMS = frozenset({"intent", "result", "checkpoint", "record"})
+"""Writes that are journal rows (not a status change or a manifest)."""
+
 _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
     " (SELECT MAX(seq) FROM manifests WHERE run_id = :run), l.token, l.host"
@@ -101,6 +104,9 @@ class SqliteStore:
         # of those kinds existed when the database was at that version (see _version).
         self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
         self._records_written: dict[str, int] = {}
+        # The last seq this store committed for a run under a lease: a wave's commit then
+        # needs no read of the journal (``_commit_fenced``).
+        self._last_seq: dict[str, int] = {}
         memory = self.path == ":memory:"
         try:
             if read_only:
@@ -392,8 +398,16 @@ class SqliteStore:
             nodes: dict[str, bytes] = {}
             encode = self._nodes.encoder(nodes)
             ops = [write_row(write, encode) for write in writes]  # cut before BEGIN IMMEDIATE
+            last = self._last_seq.get(run_id) if not nodes else None
+            if (
+                last is not None
+                and token is not None
+                and self._commit_fenced(run_id, token, last, ops)
+            ):
+                return
+            self._last_seq.pop(run_id, None)
             with self._write() as conn:
-                # One statement for the run's last seq and its lease token (the hot path).
+                # One statement for the run's last seq and its lease token.
                 row = conn.execute(_RUN_AND_LEASE, {"run": run_id}).fetchone()
                 if row is None:
                     raise unknown_run(run_id)
@@ -425,6 +439,44 @@ class SqliteStore:
                     ) from exc
                 self._insert_nodes(conn, run_id, nodes)
             self._nodes.remember(nodes)
+            if token is not None:
+                if len(self._last_seq) >= sql.WATCH_LIMIT:
+                    self._last_seq.clear()  # runs no longer driven here
+                self._last_seq[run_id] = seq
+
+    def _commit_fenced(self, run_id: str, token: int, last: int, ops: list[Row]) -> bool:
+        """A wave's journal rows in one statement, its own transaction: inserted only while
+        ``token`` holds the run's lease (§5.7), at the seqs after ``last``, the last seq this
+        store committed for the run under that lease. False when it inserted nothing: a
+        write that is not a journal row, a lease lost, or a seq taken meanwhile (a cancel
+        or a steering message another process journaled, which the primary key refuses);
+        the caller then commits in a transaction that reads the last seq and the lease."""
+        rows = []
+        seq = last
+        for op in ops:
+            if op[0] not in _ROW_ITEMS:
+                return False
+            seq += 1
+            rows.append((run_id, seq, *op))
+        if not rows or len(rows) > _ROWS_PER_INSERT:
+            return False
+        try:
+            inserted = _insert_fenced(self._conn, rows, run_id, token)
+        except sqlite3.IntegrityError:
+            return False
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._storage_error(exc) from exc
+        if inserted != len(rows):  # the lease is not ours (any more): nothing was inserted
+            return False
+        for op in ops:
+            if op[0] == "record":
+                kind = op[3]
+                self._records_written[kind] = self._records_written.get(kind, 0) + 1
+        self._last_seq[run_id] = seq
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
+        return True
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._lock, self._read() as conn:
@@ -597,17 +649,50 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
     """
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         batch = rows[start : start + _ROWS_PER_INSERT]
-        shape = tuple(tuple([value is not None for value in row]) for row in batch)
+        shape, values = _shape(batch)
         sql = _inserts.get(shape)
         if sql is None:
-            if len(_inserts) >= _INSERT_SHAPES:
-                _inserts.clear()  # wave shapes seen long ago: rebuilt if they come back
-            values = ", ".join(
-                "(" + ", ".join("?" if present else "NULL" for present in mask) + ")"
-                for mask in shape
+            sql = _remember(
+                shape, f"INSERT INTO journal ({_INSERT_COLUMNS}) VALUES {_values(shape)}"
             )
-            sql = _inserts[shape] = f"INSERT INTO journal ({_INSERT_COLUMNS}) VALUES {values}"
-        conn.execute(sql, [value for row in batch for value in row if value is not None])
+        conn.execute(sql, values)
+
+
+def _insert_fenced(conn: sqlite3.Connection, rows: list[Row], run_id: str, token: int) -> int:
+    """Insert ``rows`` (at most ``_ROWS_PER_INSERT``) in one autocommitted statement if
+    ``token`` holds the run's lease; the number of rows inserted (0: it does not)."""
+    shape, values = _shape(rows)
+    key = (*shape, ())  # not a shape of ``_insert_rows``: the fenced form of the same shape
+    sql = _inserts.get(key)
+    if sql is None:
+        sql = _remember(
+            key,
+            f"INSERT INTO journal ({_INSERT_COLUMNS}) SELECT * FROM (VALUES {_values(shape)})"
+            " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND token = ?"
+            " AND host IS NOT NULL)",
+        )
+    values.append(run_id)
+    values.append(token)
+    return int(conn.execute(sql, values).rowcount)
+
+
+def _shape(batch: list[Row]) -> tuple[tuple[tuple[bool, ...], ...], list[Any]]:
+    """Which columns of each row are set, and the values of those that are."""
+    shape = tuple([tuple([value is not None for value in row]) for row in batch])
+    return shape, [value for row in batch for value in row if value is not None]
+
+
+def _values(shape: tuple[tuple[bool, ...], ...]) -> str:
+    return ", ".join(
+        "(" + ", ".join("?" if present else "NULL" for present in mask) + ")" for mask in shape
+    )
+
+
+def _remember(shape: tuple[tuple[bool, ...], ...], sql: str) -> str:
+    if len(_inserts) >= _INSERT_SHAPES:
+        _inserts.clear()  # wave shapes seen long ago: rebuilt if they come back
+    _inserts[shape] = sql
+    return sql
 
 
 def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any, ...]]) -> Row:
