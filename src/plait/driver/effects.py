@@ -38,7 +38,7 @@ def as_json_result(value: Any) -> EffectOutcome:
     try:
         text = dumps(value)
         size = len(text.encode("utf-8"))  # a lone surrogate has no canonical bytes
-        return Completed(loads(text), size=size)
+        return Completed(loads(text), size=size, text=text)
     except UnicodeEncodeError as exc:
         return Failed(
             "ExecutorError", f"tool returned text that is not valid Unicode: {exc.reason}"

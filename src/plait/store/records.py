@@ -112,10 +112,15 @@ class CheckpointWrite:
 
 @dataclass(frozen=True)
 class RecordWrite:
-    """An ordered administrative record (clock, answer, cancel, inbox, ...); opaque here."""
+    """An ordered administrative record (clock, answer, cancel, inbox, ...); opaque here.
+
+    ``text``, when given, must be ``body``'s canonical JSON text (the driver writes a
+    wave's feed as text): the store keeps it as it is instead of encoding ``body`` again.
+    """
 
     kind: str
     body: JSON
+    text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
                 digest(write.data), len(write.data), payload)  # fmt: skip
     if isinstance(write, RecordWrite):
         return ("record", None, None, write.kind, None, None, None, None, None, None,
-                encode(write.body, None))  # fmt: skip
+                encode(write.body, write.text))  # fmt: skip
     if isinstance(write, StatusWrite):
         outcome = None if write.outcome is None else dumps(write.outcome)
         return ("status", write.status, outcome, write.updated_ms)
