@@ -123,6 +123,7 @@ class SqliteStore:
             raise PlaitError("E020", f"storage error on {self.path}: {exc}") from exc
         self.read_only = read_only
         self._conn = conn
+        self._pragmas = conn.cursor()  # kept for the poll's PRAGMA data_version
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if not read_only and not memory:
@@ -534,7 +535,7 @@ class SqliteStore:
         """Changes as this connection can see them: other connections' commits (SQLite's
         ``data_version``) and its own records of ``kinds``."""
         try:
-            (data_version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error as exc:
             raise self._storage_error(exc) from exc
         return (int(data_version), *(self._records_written.get(kind, 0) for kind in kinds))
