@@ -152,6 +152,9 @@ Write: TypeAlias = (
 
 @dataclass(frozen=True)
 class IntentRecord:
+    """A journaled intent. ``input_text``, when the row kept the input whole, is the
+    row's text of it: its canonical JSON (verify compares it with the replay's)."""
+
     seq: int
     key: JournalKey
     executor: str
@@ -159,6 +162,7 @@ class IntentRecord:
     superstep: int
     clock_ms: int
     idempotency_key: str
+    input_text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
