@@ -138,3 +138,28 @@ def test_a_driven_run_stores_the_rows_the_encoder_would_write(tmp_path: Path) ->
         assert payload.startswith('{"j":')
         body = payload[5:-1]
         assert canonical_text(loads(body)) == body
+
+
+def test_a_journaled_intent_carries_its_rows_canonical_text(tmp_path: Path) -> None:
+    """What verify compares a replayed intent with before encoding the input again."""
+
+    def step(i: int) -> dict[str, Any]:
+        return {"i": i + 1, "z": [1, "\u00e9"]}
+
+    def done() -> dict[str, Any]:
+        return {}
+
+    flow = (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .node("done", tool=done)
+        .edge("step", "step", when="i < 2", max_cycles=2)
+        .edge("step", "done", when="i >= 2")
+    )
+    with Runtime(f"sqlite:///{tmp_path / 'a.db'}") as rt:
+        run = rt.run_sync(flow, {"i": 0, "b": {"y": 1, "x": None}})
+        intents = rt.store.load_journal(run.run_id).intents
+        assert rt.verify(run.run_id).verified
+    assert len(intents) == 4
+    for intent in intents:
+        assert intent.input_text == dumps(intent.input)
