@@ -160,6 +160,6 @@ def test_a_journaled_intent_carries_its_rows_canonical_text(tmp_path: Path) -> N
         run = rt.run_sync(flow, {"i": 0, "b": {"y": 1, "x": None}})
         intents = rt.store.load_journal(run.run_id).intents
         assert rt.verify(run.run_id).verified
-    assert len(intents) == 4
+    assert len(intents) == 3  # step twice, then done
     for intent in intents:
         assert intent.input_text == dumps(intent.input)
