@@ -45,9 +45,10 @@ from plait.store.records import (
     TokenRow,
     Write,
 )
-from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
 from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import SQLITE
+from plait.store.sqlite_inserts import ROWS_PER_INSERT, first_duplicate, insert_fenced, insert_rows
 from plait.store.sqlite_schema import migrate
 from plait.store.wal import BACKSTOP_PAGES, WalCheckpointer
 
@@ -55,18 +56,8 @@ DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 """``durability`` -> ``PRAGMA synchronous``: NORMAL survives a process crash, FULL power loss."""
 
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
-_ROW_COLUMNS = ("run_id", "seq", *JOURNAL_COLUMNS)
-_INSERT_COLUMNS = ", ".join(_ROW_COLUMNS)
 _KEYS_PER_QUERY = 500
 """Keys looked up per statement (SQLite caps the parameters of one)."""
-_ROWS_PER_INSERT = 32
-"""Rows per INSERT statement: a wave of many effects takes several."""
-_INSERT_SHAPES = 256
-"""Statements remembered by shape (which columns of which row are set)."""
-_inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
-"""INSERT statements by the shape of a batch: which columns of each row are set (see
-``_insert_rows``)."""
-
 _ROW_ITEMS = frozenset({"intent", "result", "checkpoint", "record"})
 """Writes that are journal rows (not a status change or a manifest)."""
 
@@ -433,11 +424,9 @@ class SqliteStore:
                         continue
                     rows.append((run_id, seq, *op))
                 try:
-                    _insert_rows(conn, rows)
+                    insert_rows(conn, rows)
                 except sqlite3.IntegrityError as exc:
-                    raise self._duplicate(
-                        run_id, _first_duplicate(conn, run_id, rows), exc
-                    ) from exc
+                    raise self._duplicate(run_id, first_duplicate(conn, run_id, rows), exc) from exc
                 self._insert_nodes(conn, run_id, nodes)
             self._nodes.remember(nodes)
             if token is not None:
@@ -459,10 +448,10 @@ class SqliteStore:
                 return False
             seq += 1
             rows.append((run_id, seq, *op))
-        if not rows or len(rows) > _ROWS_PER_INSERT:
-            return False
+        if not rows or len(rows) > ROWS_PER_INSERT or self._conn.in_transaction:
+            return False  # (a statement inside an open transaction would not commit alone)
         try:
-            inserted = _insert_fenced(self._conn, rows, run_id, token)
+            inserted = insert_fenced(self._conn, rows, run_id, token)
         except sqlite3.IntegrityError:
             return False
         except sqlite3.Error as exc:
@@ -637,82 +626,6 @@ class SqliteStore:
                 self._conn.execute("ROLLBACK")
         except sqlite3.Error:
             pass  # SQLite already rolled back (e.g. after SQLITE_FULL); nothing is committed
-
-
-def _insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
-    """Insert journal rows, a wave's rows in one statement, binding only what is set.
-
-    Most columns of a row are NULL (an intent has no sha256, a checkpoint no key), and
-    ``sqlite3`` binds each None parameter through its adapter lookup (about 6% of a
-    durable loop's superstep); an unset column is a NULL literal in the statement
-    instead. A wave's rows have the same shape from one superstep to the next, so the
-    statement for that shape is built once and reused (sqlite3 caches its compiled form).
-    """
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        batch = rows[start : start + _ROWS_PER_INSERT]
-        shape, values = _shape(batch)
-        sql = _inserts.get(shape)
-        if sql is None:
-            sql = _remember(
-                shape, f"INSERT INTO journal ({_INSERT_COLUMNS}) VALUES {_values(shape)}"
-            )
-        conn.execute(sql, values)
-
-
-def _insert_fenced(conn: sqlite3.Connection, rows: list[Row], run_id: str, token: int) -> int:
-    """Insert ``rows`` (at most ``_ROWS_PER_INSERT``) in one autocommitted statement if
-    ``token`` holds the run's lease; the number of rows inserted (0: it does not)."""
-    shape, values = _shape(rows)
-    key = (*shape, ())  # not a shape of ``_insert_rows``: the fenced form of the same shape
-    sql = _inserts.get(key)
-    if sql is None:
-        sql = _remember(
-            key,
-            f"INSERT INTO journal ({_INSERT_COLUMNS}) SELECT * FROM (VALUES {_values(shape)})"
-            " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND token = ?"
-            " AND host IS NOT NULL)",
-        )
-    values.append(run_id)
-    values.append(token)
-    return int(conn.execute(sql, values).rowcount)
-
-
-def _shape(batch: list[Row]) -> tuple[tuple[tuple[bool, ...], ...], list[Any]]:
-    """Which columns of each row are set, and the values of those that are."""
-    shape = tuple([tuple([value is not None for value in row]) for row in batch])
-    return shape, [value for row in batch for value in row if value is not None]
-
-
-def _values(shape: tuple[tuple[bool, ...], ...]) -> str:
-    return ", ".join(
-        "(" + ", ".join("?" if present else "NULL" for present in mask) + ")" for mask in shape
-    )
-
-
-def _remember(shape: tuple[tuple[bool, ...], ...], sql: str) -> str:
-    if len(_inserts) >= _INSERT_SHAPES:
-        _inserts.clear()  # wave shapes seen long ago: rebuilt if they come back
-    _inserts[shape] = sql
-    return sql
-
-
-def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any, ...]]) -> Row:
-    """The op of a failed batch whose intent/result key is stored already (for the message)."""
-    seen: set[tuple[str, str]] = set()
-    for row in rows:
-        op = row[2:]
-        if op[0] in ("intent", "result"):
-            if (op[0], op[1]) in seen:
-                return tuple(op)
-            seen.add((op[0], op[1]))
-            hit = conn.execute(
-                "SELECT 1 FROM journal WHERE run_id = ? AND item = ? AND journal_key = ?"
-                " AND seq < ?",
-                (run_id, op[0], op[1], row[1]),
-            ).fetchone()
-            if hit is not None:
-                return tuple(op)
-    return tuple(rows[0][2:])
 
 
 _CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here
