@@ -146,17 +146,24 @@ def plait_grow_once(n: int) -> tuple[int, int, list[float]]:
 # ---------------------------------------------------------------------------
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_FLOOR_INSERT = (
+_FLOOR_COLUMNS = (
     "INSERT INTO journal (run_id, seq, item, journal_key, executor, record_kind, superstep,"
-    " clock_ms, idempotency_key, journal_bytes, sha256, size, payload) VALUES"
+    " clock_ms, idempotency_key, journal_bytes, sha256, size, payload)"
+)
+_FLOOR_ROWS = (
     " (?, ?, 'record', NULL, NULL, 'feed', NULL, NULL, NULL, NULL, NULL, NULL, ?),"
     " (?, ?, 'result', ?, NULL, NULL, NULL, ?, NULL, ?, NULL, NULL, ?),"
     " (?, ?, 'checkpoint', NULL, NULL, NULL, ?, NULL, NULL, NULL, ?, ?, ?),"
     " (?, ?, 'intent', ?, 'step', NULL, ?, ?, ?, NULL, NULL, NULL, ?)"
 )
+_FLOOR_INSERT = _FLOOR_COLUMNS + " VALUES" + _FLOOR_ROWS
+_FLOOR_FENCED = (
+    _FLOOR_COLUMNS + " SELECT * FROM (VALUES" + _FLOOR_ROWS + ")"
+    " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND token = ? AND host IS NOT NULL)"
+)
 
 
-def floor_loop_once(n: int) -> tuple[float, int]:
+def floor_loop_once(n: int, fenced: bool = True) -> tuple[float, int]:
     """The same loop with no engine: what §5.2 asks of each superstep, written out by hand.
 
     On plait's own schema (a file a plait store created, so the same table and indexes)
@@ -168,6 +175,11 @@ def floor_loop_once(n: int) -> tuple[float, int]:
     checkpoint and next intent. No validation, no budgets, no governance, no tracing, no
     generality: no engine can do less and keep §5.2's promises, so this is the bound a
     ratio against LangGraph can reach on this machine.
+
+    ``fenced`` (the floor since issue #22's third round, as plait's SQLite store commits a
+    wave while it holds the lease): the transaction is one autocommitted INSERT whose
+    WHERE reads the lease token, at the seqs after the last one it wrote; else
+    ``BEGIN IMMEDIATE``, a read of the token and the last seq, the INSERT and ``COMMIT``.
     """
     from plait.store import LeaseOwner, RunInfo
     from plait.store.sqlite import SqliteStore
@@ -199,7 +211,7 @@ def floor_loop_once(n: int) -> tuple[float, int]:
         }  # fmt: skip
         usage = {"input_tokens": 0, "output_tokens": 0, "usd_micros": 0}
         t0 = time.perf_counter()
-        i, attempt = 0, 1
+        i, attempt, seq = 0, 1, 0
         while True:
             out = step(i)  # the wave's one effect (its intent went in with the last wave)
             result = encode(out)
@@ -225,6 +237,22 @@ def floor_loop_once(n: int) -> tuple[float, int]:
             next_key = key.replace(f'"attempt":{attempt},', f'"attempt":{attempt + 1},')
             next_input = encode({"i": i})
             idempotency = hashlib.sha256((next_key + next_input).encode()).hexdigest()
+            if fenced and attempt > 1:  # the first wave reads the last seq, as plait's does
+                inserted = conn.execute(
+                    _FLOOR_FENCED,
+                    (run, seq + 1, '{"j":' + feed + "}",
+                     run, seq + 2, key, now, len(result), '{"j":' + outcome + "}",
+                     run, seq + 3, attempt, sha, len(checkpoint),
+                     '{"j":' + checkpoint.decode() + "}",
+                     run, seq + 4, next_key, attempt + 1, now, idempotency,
+                     '{"j":' + next_input + "}", run, token),
+                ).rowcount  # fmt: skip
+                assert inserted == 4  # the lease is held
+                seq += 4
+                attempt += 1
+                if not go_on:
+                    break
+                continue
             conn.execute("BEGIN IMMEDIATE")
             seq, held = conn.execute(
                 "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = ?), token"
@@ -242,6 +270,7 @@ def floor_loop_once(n: int) -> tuple[float, int]:
                  '{"j":' + next_input + "}"),
             )  # fmt: skip
             conn.execute("COMMIT")
+            seq += 4
             attempt += 1
             if not go_on:
                 break

@@ -10,6 +10,7 @@ the cost of one superstep, with interpreter start-up, imports and the first run'
 taken out.
 
     .venv/bin/python bench/instructions.py [--short 200] [--long 1000] [--side plait]
+        [--side floor]  # the hand-written floor (durable_loop.floor_loop_once)
 
 Needs ``valgrind`` on the PATH. Takes a few minutes: callgrind runs Python ~50x slower.
 """
@@ -25,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SIDES = ("plait", "langgraph")
+SIDES = ("plait", "langgraph", "floor")
 GROW_AT = (100, 200, 900, 1000)
 """``--grow``: lengths of the growing loop counted; per-step slopes between them."""
 
@@ -43,6 +44,8 @@ def child(side: str, n: int) -> None:
         elif side == "plait":
             _, _, rt, _ = durable_loop.run_plait(durable_loop.plait_loop(n), Path(tmp) / "p.db")
             rt.close()
+        elif side == "floor":  # the hand-written floor of durable_loop.py (no engine)
+            durable_loop.floor_loop_once(n)
         else:
             _, conn = durable_loop.run_langgraph(n, Path(tmp) / "l.db", None)
             conn.close()
@@ -89,8 +92,10 @@ def main() -> None:
             long = total_instructions(side, args.long, Path(tmp) / f"{side}.long")
             per_step[side] = (long - short) / (args.long - args.short)
             print(f"  {side:10s} {per_step[side] / 1e6:6.3f} M instructions per superstep")
-    if len(per_step) == 2:
+    if "plait" in per_step and "langgraph" in per_step:
         print(f"  ratio LangGraph/plait: {per_step['langgraph'] / per_step['plait']:.2f}x")
+    if "plait" in per_step and "floor" in per_step:
+        print(f"  ratio plait/floor: {per_step['plait'] / per_step['floor']:.2f}x")
 
 
 def grow() -> None:

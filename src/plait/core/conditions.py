@@ -156,7 +156,13 @@ def _lookup(context: JSON, path: tuple[str, ...]) -> JSON:
 
 
 def _is_number(value: JSON) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    kind = type(value)
+    if kind is int or kind is float:
+        return True
+    return isinstance(value, _NUMBERS) and not isinstance(value, bool)
+
+
+_NUMBERS: Final = (int, float)
 
 
 def _ordered(op: str, value: JSON, literal: JSON) -> bool:

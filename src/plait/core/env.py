@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import JSON
@@ -115,9 +116,14 @@ class StepEnv:
     digest and bytes do not depend on it). None: every checkpoint hands out all its nodes."""
 
     def reducer(self) -> Reducer:
-        """The reducer to use: the injected one, else the plan's declared table."""
+        """The reducer to use: the injected one, else the plan's declared table (built
+        once per environment, as every step of a run asks for it)."""
         if self.reduce is not None:
             return self.reduce
+        return self._declared
+
+    @cached_property
+    def _declared(self) -> Reducer:
         return make_reducer(self.plan.reducers)
 
 

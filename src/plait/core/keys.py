@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from plait.core.canonical import JSON, dumpb
@@ -80,24 +81,28 @@ class JournalKey(NamedTuple):
 
 
 def _key_bytes(key: JournalKey) -> bytes:
-    if key.kind not in _KIND_RANK:
+    kind = _KIND_BYTES.get(key.kind)
+    if kind is None:
         raise ValueError(f"unknown effect kind {key.kind!r}")
-    return b"".join(
-        (
-            _SEP,
-            _field(key.run_id),
-            _SEP,
-            _field(key.task_path),
-            _SEP,
-            _field(key.node),
-            _SEP,
-            struct.pack(">I", key.attempt),
-            _SEP,
-            struct.pack(">I", key.effect_seq),
-            _SEP,
-            _field(key.kind),
-        )
+    return (
+        _head(key.run_id, key.task_path, key.node)
+        + _pack(key.attempt)
+        + _pack_seq(key.effect_seq, kind)
     )
+
+
+@lru_cache(maxsize=1024)
+def _head(run_id: str, task_path: str, node: str) -> bytes:
+    """The key's bytes up to its attempt: the same for every effect of a node, remembered."""
+    return b"".join((_SEP, _field(run_id), _SEP, _field(task_path), _SEP, _field(node), _SEP))
+
+
+def _pack_seq(effect_seq: int, kind: bytes) -> bytes:
+    return _SEP + _pack(effect_seq) + kind
+
+
+_pack = struct.Struct(">I").pack
+_KIND_BYTES = {kind: _SEP + _field(kind) for kind in KINDS}
 
 
 def call_id(key: JournalKey) -> str:

@@ -90,6 +90,8 @@ def _open_flow(s: StepContext, node: int, attempt: int, path: str, context: dict
 def serve_needs(s: StepContext, phase: OpenPhase) -> bool:
     """Serve every flow with a need, in key order; True if anything was emitted or changed."""
     changed = False
+    if not s.state.abstract_flows:
+        return changed
     for key in sorted(s.state.abstract_flows):
         flow = s.state.abstract_flows.get(key)
         if flow is None or flow.need is None:
@@ -99,7 +101,8 @@ def serve_needs(s: StepContext, phase: OpenPhase) -> bool:
 
 
 def has_needs(s: StepContext) -> bool:
-    return any(f.need is not None for f in s.state.abstract_flows.values())
+    flows = s.state.abstract_flows
+    return bool(flows) and any(f.need is not None for f in flows.values())
 
 
 def _key(s: StepContext, flow: AbstractFlow, kind: str) -> JournalKey:
@@ -448,6 +451,8 @@ def backoff_elapsed(s: StepContext, phase: OpenPhase, timer: JournalKey) -> bool
 def settle_idle_answers(s: StepContext) -> None:
     """Final answers that found steering messages waiting, in node order: the first loop
     takes every message as user entries and goes on (§6.7); the others finish."""
+    if not s.idle_answers:
+        return
 
     def order(answer: tuple[str, int]) -> tuple[int, str]:
         flow = s.state.abstract_flows[answer[0]]

@@ -63,12 +63,14 @@ class Completed:
     """An effect that produced a JSON result.
 
     ``size``, when the producer already encoded ``result``, is its canonical byte length
-    (what ``journal_bytes`` would compute again); it is not part of the value.
+    (what ``journal_bytes`` would compute again), and ``text`` its canonical text (what the
+    journal stores); neither is part of the value.
     """
 
     result: JSON
     usage: Usage = NO_USAGE
     size: int | None = field(default=None, compare=False, repr=False)
+    text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"Completed": {"result": self.result, "usage": self.usage.to_json()}}

@@ -102,7 +102,10 @@ def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
 
 
 def queued(s: StepContext) -> list[str]:
-    return sorted(p for p, t in s.state.send_tasks.items() if t.state == QUEUED)
+    tasks = s.state.send_tasks
+    if not tasks:
+        return []  # no Send tasks in flight: every superstep of most workflows
+    return sorted(p for p, t in tasks.items() if t.state == QUEUED)
 
 
 def dispatch_task(s: StepContext, phase: OpenPhase, path: str) -> None:
@@ -173,5 +176,7 @@ def merge_order(phase: OpenPhase) -> list[tuple[str, JSON]]:
 def forget_done(s: StepContext) -> None:
     """Drop settled tasks once merged: the state keeps only what is still in flight."""
     state = s.state
+    if not state.send_tasks:
+        return
     for path in [p for p, t in state.send_tasks.items() if t.state == DONE]:
         del state.send_tasks[path]

@@ -281,10 +281,9 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
     if not _ending(state) and llm_loop.serve_needs(s, phase):
         return True
     if not _draining(state):
-        ready = [i for i, ns in enumerate(state.node_state) if ns == READY]
-        if ready:
+        if READY in state.node_state:
             dispatched = False
-            for node in ready:
+            for node in [i for i, ns in enumerate(state.node_state) if ns == READY]:
                 dispatched |= _dispatch_node(s, phase, node)
             if dispatched:
                 return True
@@ -400,10 +399,11 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     # (reducers never mutate values, they return new ones).
     context = dict(state.context)
     state.context = context
-    if state.failed is None and state.cancel is None:
+    if state.failed is None and state.cancel is None and (phase.results or phase.send_results):
         send.extract_spawns(s, phase)
     merges: list[tuple[int, JSON]] = sorted(phase.results.items())
-    merges.extend((state.send_tasks[p].node, r) for p, r in send.merge_order(phase))
+    if phase.send_results:
+        merges.extend((state.send_tasks[p].node, r) for p, r in send.merge_order(phase))
     for node, result in merges:
         if result is None:
             continue

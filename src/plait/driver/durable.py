@@ -12,14 +12,14 @@ from dataclasses import replace
 from typing import Any
 
 from plait.core.errors import PlaitError
-from plait.core.events import EmitEnvelope, Event, WriteCheckpoint, WriteIntent
+from plait.core.events import ClockReading, EmitEnvelope, Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id, idempotency_key
 from plait.core.merkle import ChunkMemo
 from plait.core.outcomes import EffectOutcome, journal_bytes, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.driver.crash import CrashPoint
 from plait.driver.defaults import DEFAULT_MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_ENV
-from plait.driver.feeds import FEED, encode_events
+from plait.driver.feeds import FEED, encode_events, feed_text, outcome_text
 from plait.driver.wave import RunResult
 from plait.store.base import Store
 from plait.store.chunks import Cut, HashMemo, encode_text
@@ -97,13 +97,16 @@ class DurableJournal:
         reached the store (dropped, or its commit failed)."""
 
     def feed(self, events: list[Event]) -> None:
-        body: dict[str, Any] = {"events": encode_events(events)}
+        """Journal the batch of events the next step is fed (with the wave's other rows)."""
+        encoded = encode_events(events)
+        body: dict[str, Any] = {"events": encoded}
+        text = None if self._first_feed else feed_text(events, encoded)
         body.update(self._first_feed)
         self._first_feed = {}
-        for item in body["events"]:
-            if "clock" in item:
-                self._clock_ms = max(self._clock_ms, item["clock"])
-        self._pending.append(RecordWrite(FEED, body))
+        for event in events:
+            if type(event) is ClockReading:
+                self._clock_ms = max(self._clock_ms, event.unix_ms)
+        self._pending.append(RecordWrite(FEED, body, text))
 
     def intent(self, command: WriteIntent) -> str:
         key = command.key
@@ -140,9 +143,10 @@ class DurableJournal:
         )
         return idem
 
-    def _cut_now(self, value: Any) -> Cut:
-        """Encode ``value`` for the store now: it may share objects the next step changes."""
-        cut = Cut(*encode_text(value, known=self._cut, memo=self._memo))
+    def _cut_now(self, value: Any, text: str | None = None) -> Cut:
+        """Encode ``value`` for the store now: it may share objects the next step changes.
+        ``text``, if the caller has it, is ``value``'s canonical text."""
+        cut = Cut(*encode_text(value, known=self._cut, memo=self._memo, text=text))
         self._cutting.extend(cut.nodes)
         return cut
 
@@ -154,7 +158,7 @@ class DurableJournal:
         if self._crash is not None:
             self._crash.passed("result")
         value = outcome.to_json()
-        cut = self._cut_now(value)
+        cut = self._cut_now(value, outcome_text(outcome))
         self._pending.append(
             ResultWrite(key, value, clock_ms, journal_bytes(outcome), outcome_cut=cut)
         )

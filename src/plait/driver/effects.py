@@ -34,17 +34,35 @@ def failure_from_exception(exc: BaseException) -> Failed:
 
 
 def as_json_result(value: Any) -> EffectOutcome:
-    """A tool's return value as a journaled result: canonical JSON or an ExecutorError."""
+    """A tool's return value as a journaled result: canonical JSON or an ExecutorError.
+
+    The result is a fresh value, as its canonical text parses (the tool keeps its own
+    object); a flat object of plain scalars is copied in key order instead, which is the
+    same value without parsing it back."""
     try:
         text = dumps(value)
         size = len(text.encode("utf-8"))  # a lone surrogate has no canonical bytes
-        return Completed(loads(text), size=size)
+        if type(value) is dict and len(value) <= _FLAT_KEYS and _flat(value):
+            return Completed(dict(sorted(value.items())), size=size, text=text)
+        return Completed(loads(text), size=size, text=text)
     except UnicodeEncodeError as exc:
         return Failed(
             "ExecutorError", f"tool returned text that is not valid Unicode: {exc.reason}"
         )
     except CanonicalJSONError as exc:
         return Failed("ExecutorError", f"tool returned a value that is not JSON: {exc}")
+
+
+_FLAT_KEYS = 16
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""Types whose values parse back from their canonical text as the very same value (a
+float is left to the parser: its text is what the value is)."""
+
+
+def _flat(value: dict[Any, Any]) -> bool:
+    """Every key a str and every value a plain scalar (no subclass, no container)."""
+    scalars = _SCALARS
+    return all(type(k) is str and type(v) in scalars for k, v in value.items())
 
 
 async def call_python(

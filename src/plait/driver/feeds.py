@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from plait.core.canonical import canonical_text
 from plait.core.events import (
     BudgetRaised,
     CancelSeen,
@@ -23,9 +24,12 @@ from plait.core.events import (
     Start,
 )
 from plait.core.keys import JournalKey
-from plait.core.outcomes import EffectOutcome
+from plait.core.outcomes import NO_USAGE, Completed, EffectOutcome
+from plait.store.rows import key_text
 
 FEED = "feed"
+
+_NO_USAGE_TEXT = canonical_text(NO_USAGE.to_json())
 
 
 def encode_events(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -47,6 +51,35 @@ def encode_events(events: Sequence[Event]) -> list[dict[str, Any]]:
         elif isinstance(event, ResponseSettled):
             out.append({"settled": event.ask_id})
     return out
+
+
+def feed_text(events: Sequence[Event], encoded: list[dict[str, Any]]) -> str | None:
+    """The canonical text of a feed body ``{"events": encoded}`` (``encoded`` being
+    ``encode_events(events)``), written piece by piece: a wave's clock reading and the
+    keys of its results (whose texts are remembered) need no encoding of their own.
+    None when a piece has no canonical text (the store's encoder then says why)."""
+    pieces: list[str] = []
+    try:
+        for event, item in zip(events, encoded, strict=True):
+            if type(event) is ClockReading and type(event.unix_ms) is int:
+                pieces.append('{"clock":' + str(event.unix_ms) + "}")
+            elif type(event) is EffectResolved:
+                pieces.append('{"resolved":' + key_text(event.key) + "}")
+            else:
+                pieces.append(canonical_text(item))
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return '{"events":[' + ",".join(pieces) + "]}"
+
+
+def outcome_text(outcome: EffectOutcome) -> str | None:
+    """The canonical text of ``outcome.to_json()`` when the outcome carries its result's
+    text (a tool's result, encoded once when it returned), else None."""
+    if type(outcome) is not Completed or outcome.text is None:
+        return None
+    usage = outcome.usage
+    usage_text = _NO_USAGE_TEXT if usage is NO_USAGE else canonical_text(usage.to_json())
+    return '{"Completed":{"result":' + outcome.text + ',"usage":' + usage_text + "}}"
 
 
 def decode_events(

@@ -29,8 +29,8 @@ def settlements(
     """The ``ResponseSettled`` events due now, in ask-id order (``only_backoff``: of retry
     waits alone, which a drive settles between waves too)."""
     events: list[Event] = []
-    if state.is_terminal():
-        return events
+    if not state.pending_asks or state.is_terminal():
+        return events  # nothing waits on the world (every wave of most runs)
     for ask_id, entry in sorted(state.pending_asks.items()):
         if only_backoff and not entry.backoff:
             continue

@@ -53,7 +53,8 @@ class ToolRunner:
     ) -> EffectOutcome:
         """Run tool ``name`` with the dispatch's input (a context, or a model's arguments)."""
         tool = self._tools.get(name)
-        if tool is not None and tool.source_kind == "command":
+        kind = None if tool is None else tool.source_kind
+        if tool is not None and kind == "command":
             return await call_command(
                 tool.command,
                 dispatch.input,
@@ -64,7 +65,7 @@ class ToolRunner:
                 },
                 timeout_s=tool.timeout_s,
             )
-        if tool is not None and tool.source_kind == "mcp":
+        if tool is not None and kind == "mcp":
             return await self._call_mcp(tool, dispatch, idempotency_key)
         if tool is None or tool.callable is None:
             return Failed("ExecutorError", f"tool '{name}' is not available")

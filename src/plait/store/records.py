@@ -118,10 +118,15 @@ class CheckpointWrite:
 
 @dataclass(frozen=True)
 class RecordWrite:
-    """An ordered administrative record (clock, answer, cancel, inbox, ...); opaque here."""
+    """An ordered administrative record (clock, answer, cancel, inbox, ...); opaque here.
+
+    ``text``, when given, must be ``body``'s canonical JSON text (the driver writes a
+    wave's feed as text): the store keeps it as it is instead of encoding ``body`` again.
+    """
 
     kind: str
     body: JSON
+    text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,9 @@ Write: TypeAlias = (
 
 @dataclass(frozen=True)
 class IntentRecord:
+    """A journaled intent. ``input_text``, when the row kept the input whole, is the
+    row's text of it: its canonical JSON (verify compares it with the replay's)."""
+
     seq: int
     key: JournalKey
     executor: str
@@ -160,6 +168,7 @@ class IntentRecord:
     superstep: int
     clock_ms: int
     idempotency_key: str
+    input_text: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

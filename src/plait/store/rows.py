@@ -89,7 +89,7 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
                 digest(write.data), len(write.data), payload)  # fmt: skip
     if isinstance(write, RecordWrite):
         return ("record", None, None, write.kind, None, None, None, None, None, None,
-                encode(write.body, None))  # fmt: skip
+                encode(write.body, write.text))  # fmt: skip
     if isinstance(write, StatusWrite):
         outcome = None if write.outcome is None else dumps(write.outcome)
         return ("status", write.status, outcome, write.updated_ms)
@@ -104,8 +104,11 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
     idempotency_key, journal_bytes, sha, size, payload = row[6:]
     if item == "intent":
         key = key_of(key_text)
+        text = payload[5:-1] if payload.startswith('{"j":') else None  # chunks.whole_text
         journal.intents.append(
-            IntentRecord(seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key)
+            IntentRecord(
+                seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key, text
+            )
         )
     elif item == "result":
         key = key_of(key_text)

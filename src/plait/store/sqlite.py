@@ -45,9 +45,10 @@ from plait.store.records import (
     TokenRow,
     Write,
 )
-from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
 from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import SQLITE
+from plait.store.sqlite_inserts import ROWS_PER_INSERT, first_duplicate, insert_fenced, insert_rows
 from plait.store.sqlite_schema import migrate
 from plait.store.wal import BACKSTOP_PAGES, WalCheckpointer
 
@@ -55,17 +56,10 @@ DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 """``durability`` -> ``PRAGMA synchronous``: NORMAL survives a process crash, FULL power loss."""
 
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
-_ROW_COLUMNS = ("run_id", "seq", *JOURNAL_COLUMNS)
-_INSERT_COLUMNS = ", ".join(_ROW_COLUMNS)
 _KEYS_PER_QUERY = 500
 """Keys looked up per statement (SQLite caps the parameters of one)."""
-_ROWS_PER_INSERT = 32
-"""Rows per INSERT statement: a wave of many effects takes several."""
-_INSERT_SHAPES = 256
-"""Statements remembered by shape (which columns of which row are set)."""
-_inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
-"""INSERT statements by the shape of a batch: which columns of each row are set (see
-``_insert_rows``)."""
+_ROW_ITEMS = frozenset({"intent", "result", "checkpoint", "record"})
+"""Writes that are journal rows (not a status change or a manifest)."""
 
 _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
@@ -101,6 +95,9 @@ class SqliteStore:
         # of those kinds existed when the database was at that version (see _version).
         self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
         self._records_written: dict[str, int] = {}
+        # The last seq this store committed for a run under a lease: a wave's commit then
+        # needs no read of the journal (``_commit_fenced``).
+        self._last_seq: dict[str, int] = {}
         memory = self.path == ":memory:"
         try:
             if read_only:
@@ -117,6 +114,7 @@ class SqliteStore:
             raise PlaitError("E020", f"storage error on {self.path}: {exc}") from exc
         self.read_only = read_only
         self._conn = conn
+        self._pragmas = conn.cursor()  # kept for the poll's PRAGMA data_version
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if not read_only and not memory:
@@ -409,8 +407,16 @@ class SqliteStore:
             nodes: dict[str, bytes] = {}
             encode = self._nodes.encoder(nodes)
             ops = [write_row(write, encode) for write in writes]  # cut before BEGIN IMMEDIATE
+            last = self._last_seq.get(run_id) if not (nodes or release) else None
+            if (
+                last is not None
+                and token is not None
+                and self._commit_fenced(run_id, token, last, ops)
+            ):
+                return
+            self._last_seq.pop(run_id, None)
             with self._write() as conn:
-                # One statement for the run's last seq and its lease token (the hot path).
+                # One statement for the run's last seq and its lease token.
                 row = conn.execute(_RUN_AND_LEASE, {"run": run_id}).fetchone()
                 if row is None:
                     raise unknown_run(run_id)
@@ -435,15 +441,51 @@ class SqliteStore:
                         continue
                     rows.append((run_id, seq, *op))
                 try:
-                    _insert_rows(conn, rows)
+                    insert_rows(conn, rows)
                 except sqlite3.IntegrityError as exc:
-                    raise self._duplicate(
-                        run_id, _first_duplicate(conn, run_id, rows), exc
-                    ) from exc
+                    raise self._duplicate(run_id, first_duplicate(conn, run_id, rows), exc) from exc
                 self._insert_nodes(conn, run_id, nodes)
                 if release and token is not None:
                     sql.release_lease(conn, SQLITE, run_id, token)
             self._nodes.remember(nodes)
+            if token is not None and not release:  # a lease given up commits no more
+                if len(self._last_seq) >= sql.WATCH_LIMIT:
+                    self._last_seq.clear()  # runs no longer driven here
+                self._last_seq[run_id] = seq
+
+    def _commit_fenced(self, run_id: str, token: int, last: int, ops: list[Row]) -> bool:
+        """A wave's journal rows in one statement, its own transaction: inserted only while
+        ``token`` holds the run's lease (§5.7), at the seqs after ``last``, the last seq this
+        store committed for the run under that lease. False when it inserted nothing: a
+        write that is not a journal row, a lease lost, or a seq taken meanwhile (a cancel
+        or a steering message another process journaled, which the primary key refuses);
+        the caller then commits in a transaction that reads the last seq and the lease."""
+        rows = []
+        seq = last
+        for op in ops:
+            if op[0] not in _ROW_ITEMS:
+                return False
+            seq += 1
+            rows.append((run_id, seq, *op))
+        if not rows or len(rows) > ROWS_PER_INSERT or self._conn.in_transaction:
+            return False  # (a statement inside an open transaction would not commit alone)
+        try:
+            inserted = insert_fenced(self._conn, rows, run_id, token)
+        except sqlite3.IntegrityError:
+            return False
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._storage_error(exc) from exc
+        if inserted != len(rows):  # the lease is not ours (any more): nothing was inserted
+            return False
+        for op in ops:
+            if op[0] == "record":
+                kind = op[3]
+                self._records_written[kind] = self._records_written.get(kind, 0) + 1
+        self._last_seq[run_id] = seq
+        if self._checkpointer is not None:
+            self._checkpointer.committed()
+        return True
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._lock, self._read() as conn:
@@ -501,7 +543,7 @@ class SqliteStore:
         """Changes as this connection can see them: other connections' commits (SQLite's
         ``data_version``) and its own records of ``kinds``."""
         try:
-            (data_version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error as exc:
             raise self._storage_error(exc) from exc
         return (int(data_version), *(self._records_written.get(kind, 0) for kind in kinds))
@@ -603,49 +645,6 @@ class SqliteStore:
                 self._conn.execute("ROLLBACK")
         except sqlite3.Error:
             pass  # SQLite already rolled back (e.g. after SQLITE_FULL); nothing is committed
-
-
-def _insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
-    """Insert journal rows, a wave's rows in one statement, binding only what is set.
-
-    Most columns of a row are NULL (an intent has no sha256, a checkpoint no key), and
-    ``sqlite3`` binds each None parameter through its adapter lookup (about 6% of a
-    durable loop's superstep); an unset column is a NULL literal in the statement
-    instead. A wave's rows have the same shape from one superstep to the next, so the
-    statement for that shape is built once and reused (sqlite3 caches its compiled form).
-    """
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        batch = rows[start : start + _ROWS_PER_INSERT]
-        shape = tuple(tuple([value is not None for value in row]) for row in batch)
-        sql = _inserts.get(shape)
-        if sql is None:
-            if len(_inserts) >= _INSERT_SHAPES:
-                _inserts.clear()  # wave shapes seen long ago: rebuilt if they come back
-            values = ", ".join(
-                "(" + ", ".join("?" if present else "NULL" for present in mask) + ")"
-                for mask in shape
-            )
-            sql = _inserts[shape] = f"INSERT INTO journal ({_INSERT_COLUMNS}) VALUES {values}"
-        conn.execute(sql, [value for row in batch for value in row if value is not None])
-
-
-def _first_duplicate(conn: sqlite3.Connection, run_id: str, rows: list[tuple[Any, ...]]) -> Row:
-    """The op of a failed batch whose intent/result key is stored already (for the message)."""
-    seen: set[tuple[str, str]] = set()
-    for row in rows:
-        op = row[2:]
-        if op[0] in ("intent", "result"):
-            if (op[0], op[1]) in seen:
-                return tuple(op)
-            seen.add((op[0], op[1]))
-            hit = conn.execute(
-                "SELECT 1 FROM journal WHERE run_id = ? AND item = ? AND journal_key = ?"
-                " AND seq < ?",
-                (run_id, op[0], op[1], row[1]),
-            ).fetchone()
-            if hit is not None:
-                return tuple(op)
-    return tuple(rows[0][2:])
 
 
 _CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here

@@ -212,6 +212,10 @@ def _arguments_model(name: str, params: list[inspect.Parameter]) -> type[pydanti
 
 
 def _signature(fn: Callable[..., Any]) -> _Signature:
+    global _last_signature
+    last = _last_signature
+    if last is not None and last[0] is fn:
+        return last[1]  # the tool called last: a loop calls the same one again and again
     try:
         cached = _signatures.get(fn)
     except TypeError:  # not weak-referenceable: read it every time
@@ -220,7 +224,13 @@ def _signature(fn: Callable[..., Any]) -> _Signature:
         cached = _read_signature(fn)
         with contextlib.suppress(TypeError):
             _signatures[fn] = cached
+    _last_signature = (fn, cached)
     return cached
+
+
+_last_signature: tuple[Any, _Signature] | None = None
+"""(function, its signature) of the last lookup, read and replaced whole: one strong
+reference, to the function looked up last."""
 
 
 def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[str, Any]:
@@ -238,7 +248,8 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
         )
     if sig.whole_context is not None:
         return {sig.whole_context: context}
-    if not isinstance(context, Mapping):  # a Send task's input may be any JSON value
+    # a Send task's input may be any JSON value
+    if type(context) is not dict and not isinstance(context, Mapping):
         raise ToolArgumentError(
             f"{sig.name}() takes an object of arguments, got {type(context).__name__}"
         )

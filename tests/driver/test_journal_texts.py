@@ -1,0 +1,165 @@
+"""Texts the durable journal writes without encoding a value again: they must be exactly
+the canonical text of the value they stand for, or the stored bytes would change.
+
+A wave's feed is written piece by piece (``feeds.feed_text``) and a tool's result keeps
+the canonical text it was encoded to when the tool returned (``Completed.text``), so the
+outcome row is that text wrapped (``feeds.outcome_text``).
+"""
+
+from __future__ import annotations
+
+import enum
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plait import Runtime, Workflow
+from plait.core.canonical import canonical_text, dumps, loads, strict_equal
+from plait.core.events import (
+    BudgetRaised,
+    CancelSeen,
+    ClockReading,
+    EffectResolved,
+    Event,
+    InputReceived,
+    ResponseSettled,
+    Start,
+)
+from plait.core.keys import JournalKey
+from plait.core.outcomes import Completed, Failed, Usage
+from plait.driver.effects import as_json_result
+from plait.driver.feeds import encode_events, feed_text, outcome_text
+
+KEY = JournalKey("run-1", "", "step", 3, 0, "tool")
+TASK = JournalKey("run-1", "/000001", 'wr\u00efter "q"', 1, 2, "llm")
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [ClockReading(1_733_000_000_123), EffectResolved(KEY, Completed({"i": 1}))],
+        [
+            ClockReading(5),
+            EffectResolved(KEY, Completed(1)),
+            EffectResolved(TASK, Failed("Timeout", "x")),
+        ],
+        [Start({"b": [1, 2.5, None], "a": "\u00e9"}), ClockReading(0)],
+        [
+            CancelSeen("bob", "stop"),
+            InputReceived({"text": "hi"}),
+            BudgetRaised({"max_supersteps": 9}),
+        ],
+        [ResponseSettled("ask-1", Completed(True)), ClockReading(7)],
+        [],
+    ],
+)
+def test_a_feed_written_piece_by_piece_is_its_canonical_text(events: list[Event]) -> None:
+    encoded = encode_events(events)
+    assert feed_text(events, encoded) == canonical_text({"events": encoded})
+
+
+def test_a_feed_with_no_canonical_text_is_left_to_the_encoder() -> None:
+    events: list[Event] = [Start({"x": float("nan")})]
+    assert feed_text(events, encode_events(events)) is None
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        as_json_result({"i": 2}),
+        as_json_result([1, {"z": 0, "a": "\u2603"}]),
+        Completed({"answer": "x"}, Usage(10, 20, 30), text=dumps({"answer": "x"})),
+    ],
+)
+def test_an_outcome_with_its_result_text_is_its_canonical_text(outcome: Completed) -> None:
+    assert outcome.text == dumps(outcome.result)
+    assert outcome_text(outcome) == canonical_text(outcome.to_json())
+
+
+def test_an_outcome_without_its_result_text_has_none() -> None:
+    assert outcome_text(Completed({"i": 1})) is None
+    assert outcome_text(Failed("Timeout", "late")) is None
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Name(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": 1, "a": True, "c": None, "d": "text"},
+        {"n": Level.HIGH, "s": Name("x")},  # subclasses parse back as plain int and str
+        {"f": 1.5, "g": -0.0},
+        {"nested": {"k": [1, 2]}},
+    ],
+)
+def test_a_tool_result_is_the_value_its_canonical_text_parses_to(value: dict[str, Any]) -> None:
+    outcome = as_json_result(value)
+    assert isinstance(outcome, Completed)
+    expected = loads(dumps(value))
+    assert strict_equal(outcome.result, expected)
+    assert list(outcome.result) == list(expected)  # keys in canonical order
+    assert [type(v) for v in outcome.result.values()] == [type(v) for v in expected.values()]
+    assert outcome.result is not value
+
+
+def test_a_driven_run_stores_the_rows_the_encoder_would_write(tmp_path: Path) -> None:
+    """The feed and result rows of a real run are the canonical texts of their values."""
+
+    def step(i: int) -> dict[str, Any]:
+        return {"i": i + 1, "tag": "n\u00e9"}
+
+    def done() -> dict[str, Any]:
+        return {}
+
+    flow = (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .node("done", tool=done)
+        .edge("step", "step", when="i < 3", max_cycles=3)
+        .edge("step", "done", when="i >= 3")
+        .budget(max_supersteps=10)
+    )
+    with Runtime(f"sqlite:///{tmp_path / 'a.db'}") as rt:
+        assert rt.run_sync(flow, {"i": 0}).status == "completed"
+    with sqlite3.connect(tmp_path / "a.db") as conn:
+        rows = conn.execute(
+            "SELECT item, payload FROM journal WHERE item IN ('record', 'result')"
+        ).fetchall()
+    assert len(rows) >= 6
+    for _, payload in rows:
+        assert payload.startswith('{"j":')
+        body = payload[5:-1]
+        assert canonical_text(loads(body)) == body
+
+
+def test_a_journaled_intent_carries_its_rows_canonical_text(tmp_path: Path) -> None:
+    """What verify compares a replayed intent with before encoding the input again."""
+
+    def step(i: int) -> dict[str, Any]:
+        return {"i": i + 1, "z": [1, "\u00e9"]}
+
+    def done() -> dict[str, Any]:
+        return {}
+
+    flow = (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .node("done", tool=done)
+        .edge("step", "step", when="i < 2", max_cycles=2)
+        .edge("step", "done", when="i >= 2")
+    )
+    with Runtime(f"sqlite:///{tmp_path / 'a.db'}") as rt:
+        run = rt.run_sync(flow, {"i": 0, "b": {"y": 1, "x": None}})
+        intents = rt.store.load_journal(run.run_id).intents
+        assert rt.verify(run.run_id).verified
+    assert len(intents) == 3  # step twice, then done
+    for intent in intents:
+        assert intent.input_text == dumps(intent.input)

@@ -1,0 +1,148 @@
+"""A wave's commit on SQLite while its driver holds the lease: one fenced statement.
+
+After a first commit under a lease, the store knows the run's last seq, so a wave's rows
+go in as one autocommitted INSERT whose WHERE reads the lease token (§5.7): no BEGIN,
+no read of the journal, no COMMIT. What another process did meanwhile (a record that
+took the next seq, a lease taken over) is caught by the primary key or by the fence, and
+the wave is committed (or refused) as a transaction that reads both, as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from plait.core.errors import PlaitError
+from plait.core.keys import JournalKey
+from plait.store import (
+    CheckpointWrite,
+    IntentWrite,
+    LeaseOwner,
+    RecordWrite,
+    ResultWrite,
+    RunInfo,
+    SqliteStore,
+    Write,
+)
+
+RUN = "r1"
+OWNER = LeaseOwner("host-a", 1, 0)
+
+
+def _wave(n: int) -> list[Write]:
+    """The rows of a counting loop's wave: feed, result, checkpoint, next intent."""
+    done = JournalKey(RUN, "", "step", n, 0, "tool")
+    nxt = JournalKey(RUN, "", "step", n + 1, 0, "tool")
+    return [
+        RecordWrite("feed", {"events": [{"clock": n}]}),
+        ResultWrite(done, {"Completed": {"result": {"i": n}}}, n, 8),
+        CheckpointWrite(n, b'{"i":%d}' % n),
+        IntentWrite(nxt, "step", {"i": n}, n + 1, n, f"idem-{n}"),
+    ]
+
+
+def _leased(path: Path) -> tuple[SqliteStore, int]:
+    store = SqliteStore(path)
+    store.create_run(RunInfo(RUN, "wf", "running", "alice", None, 1, 1), {"m": 1})
+    token = store.acquire_lease(RUN, OWNER, 0, 60_000, lambda _: True)
+    store.commit(RUN, token, _wave(1))  # the first commit reads the last seq
+    return store, token
+
+
+def _seqs(store: SqliteStore) -> list[tuple[int, str]]:
+    rows = store._conn.execute(
+        "SELECT seq, item FROM journal WHERE run_id = ? ORDER BY seq", (RUN,)
+    ).fetchall()
+    return [(int(seq), str(item)) for seq, item in rows]
+
+
+def test_a_wave_under_a_held_lease_is_one_statement(tmp_path: Path) -> None:
+    store, token = _leased(tmp_path / "a.db")
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        store.commit(RUN, token, _wave(2))
+    finally:
+        store._conn.set_trace_callback(None)
+        store.close()
+    assert len(statements) == 1, statements
+    assert statements[0].startswith("INSERT INTO journal")
+    assert "leases" in statements[0]  # fenced by the lease token in the same statement
+
+
+def test_a_record_another_store_wrote_between_waves_takes_its_seq(tmp_path: Path) -> None:
+    store, token = _leased(tmp_path / "a.db")
+    other = SqliteStore(tmp_path / "a.db")
+    try:
+        other.commit(RUN, None, [RecordWrite("cancel", {"by": "bob", "reason": "stop"})])
+        store.commit(RUN, token, _wave(2))
+        store.commit(RUN, token, _wave(3))
+        seqs = _seqs(store)
+        assert [seq for seq, _ in seqs] == list(range(1, 14))
+        assert seqs[4] == (5, "record")  # the cancel, between the two waves
+        journal = store.load_journal(RUN)
+        assert [r.kind for r in journal.records] == ["feed", "cancel", "feed", "feed"]
+        assert len(journal.intents) == 3 and len(journal.results) == 3
+    finally:
+        other.close()
+        store.close()
+
+
+def test_a_lease_taken_over_between_waves_refuses_the_next_wave(tmp_path: Path) -> None:
+    store, token = _leased(tmp_path / "a.db")
+    other = SqliteStore(tmp_path / "a.db")
+    try:
+        # The first holder's lease lapsed: another driver takes the run over.
+        taken = other.acquire_lease(RUN, LeaseOwner("host-b", 2, 0), 120_000, 60_000, bool)
+        assert taken == token + 1
+        with pytest.raises(PlaitError) as caught:
+            store.commit(RUN, token, _wave(2))
+        assert caught.value.code == "E021"
+        assert len(_seqs(store)) == 4  # nothing of the refused wave
+        other.commit(RUN, taken, _wave(2))  # the new holder goes on where the run was
+        assert [seq for seq, _ in _seqs(other)] == list(range(1, 9))
+    finally:
+        other.close()
+        store.close()
+
+
+def test_a_released_lease_refuses_the_next_wave(tmp_path: Path) -> None:
+    store, token = _leased(tmp_path / "a.db")
+    try:
+        store.release_lease(RUN, token)
+        with pytest.raises(PlaitError) as caught:
+            store.commit(RUN, token, _wave(2))
+        assert caught.value.code == "E021"
+    finally:
+        store.close()
+
+
+def test_a_wave_that_gives_the_lease_up_releases_it_after_a_fenced_wave(tmp_path: Path) -> None:
+    # A drive's last commit gives its lease up (release=True): the one-statement path,
+    # which only inserts rows, must not take it, or the lease would stay held.
+    store, token = _leased(tmp_path / "a.db")
+    try:
+        store.commit(RUN, token, _wave(2))  # fenced: the store knows the last seq
+        store.commit(RUN, token, _wave(3), release=True)
+        assert [item for _, item in _seqs(store)].count("checkpoint") == 3
+        with pytest.raises(PlaitError) as caught:
+            store.commit(RUN, token, _wave(4))
+        assert caught.value.code == "E021"
+        assert store.acquire_lease(RUN, LeaseOwner("host-b", 2, 0), 1, 60_000, lambda _: True)
+    finally:
+        store.close()
+
+
+def test_an_intent_journaled_twice_is_still_refused_by_its_key(tmp_path: Path) -> None:
+    store, token = _leased(tmp_path / "a.db")
+    try:
+        store.commit(RUN, token, _wave(2))
+        with pytest.raises(PlaitError) as caught:
+            store.commit(RUN, token, _wave(2)[3:])  # wave 2's intent again
+        assert caught.value.code == "E020"
+        assert "already has an intent" in caught.value.detail
+        store.commit(RUN, token, _wave(3))  # the store goes on at the right seq
+        assert [seq for seq, _ in _seqs(store)] == list(range(1, 13))
+    finally:
+        store.close()
