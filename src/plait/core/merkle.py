@@ -194,7 +194,7 @@ class _Cutter:
             text = int.__repr__(v)
             return text, len(text)
         if t is float:
-            text = _float_text(v)
+            text = float_text(v)
             return text, len(text)
         if isinstance(v, str):  # subclasses serialize as their base, like json
             return self.string(str.__str__(v))
@@ -202,7 +202,7 @@ class _Cutter:
             text = int.__repr__(v)
             return text, len(text)
         if isinstance(v, float):
-            text = _float_text(v)
+            text = float_text(v)
             return text, len(text)
         if isinstance(v, dict):
             return self.obj(v)
@@ -267,7 +267,7 @@ class _Cutter:
         while len(level) > PAGE_SIZE:
             level = [self.group(level[i : i + PAGE_SIZE]) for i in range(0, len(level), PAGE_SIZE)]
         content = sum(c for _, c in level)
-        text = _tree_text([d for d, _ in level])
+        text = tree_text([d for d, _ in level])
         size = 1 + content + n  # brackets and the commas between elements
         return (text, size) if len(text) < INLINE_LIMIT else (self.cut(text), size)
 
@@ -319,7 +319,7 @@ class _Cutter:
         memo = self.memo
         digest = memo.groups.get(hashes) if memo is not None else None
         if digest is None:
-            digest = self.store(_tree_text(list(hashes)))
+            digest = self.store(tree_text(list(hashes)))
             if memo is not None and len(hashes) == PAGE_SIZE:
                 memo.groups[hashes] = digest
                 memo.weigh(64 * len(hashes))
@@ -359,11 +359,13 @@ def _str_keys(v: Any) -> bool:
     return True
 
 
-def _tree_text(hashes: list[str]) -> str:
+def tree_text(hashes: list[str]) -> str:
+    """The encoded form of a tree node over ``hashes`` (pages or groups of pages)."""
     return '{"t":["' + '","'.join(hashes) + '"]}'
 
 
-def _float_text(v: float) -> str:
+def float_text(v: float) -> str:
+    """A float's canonical text; NaN and infinities refused (§3.1)."""
     if not math.isfinite(v):
         raise CanonicalJSONError(f"Out of range float values are not JSON compliant: {v!r}")
     return float.__repr__(v)

@@ -39,7 +39,6 @@ knowledge (``known``), never this module's.
 from __future__ import annotations
 
 import json.encoder
-import math
 from collections.abc import Callable, Container, Hashable, Sequence
 from hashlib import sha256
 from typing import Any, NamedTuple, Protocol
@@ -53,7 +52,7 @@ from plait.core.canonical import (
 )
 from plait.core.merkle import ChunkError as ChunkError
 from plait.core.merkle import decode as decode
-from plait.core.merkle import maybe_small
+from plait.core.merkle import float_text, maybe_small, tree_text
 from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256
@@ -264,14 +263,14 @@ class _Cutter:
         if t is int:
             return int.__repr__(v)
         if t is float:
-            return _float_text(v)
+            return float_text(v)
         # Subclasses (str enums, IntEnum, OrderedDict) serialize as their base, like json.
         if isinstance(v, str):
             return self.string(str.__str__(v))
         if isinstance(v, int):
             return int.__repr__(v)
         if isinstance(v, float):
-            return _float_text(v)
+            return float_text(v)
         if isinstance(v, dict):
             return self.obj(v)
         raise CanonicalJSONError(f"Object of type {t.__name__} is not JSON serializable")
@@ -326,10 +325,8 @@ class _Cutter:
             return text if len(text) < self.limit else self.cut(text)
         level = [self.page_node(xs[i : i + page]) for i in range(0, len(xs), page)]
         while len(level) > page:
-            level = [
-                self.store(_tree_text(level[i : i + page])) for i in range(0, len(level), page)
-            ]
-        text = _tree_text(level)
+            level = [self.store(tree_text(level[i : i + page])) for i in range(0, len(level), page)]
+        text = tree_text(level)
         return text if len(text) < self.limit else self.cut(text)
 
     def frozen(self, key: Any, keep: Any, encode: Callable[[], str]) -> str:
@@ -438,13 +435,3 @@ def _str_keys(v: Any) -> bool:
         if (tx is dict or tx is list or tx is tuple) and not _str_keys(x):
             return False
     return True
-
-
-def _tree_text(hashes: list[str]) -> str:
-    return '{"t":["' + '","'.join(hashes) + '"]}'
-
-
-def _float_text(v: float) -> str:
-    if not math.isfinite(v):
-        raise CanonicalJSONError(f"Out of range float values are not JSON compliant: {v!r}")
-    return float.__repr__(v)
