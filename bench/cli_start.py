@@ -114,13 +114,15 @@ def medians(
     return {n: (statistics.median(walls[n]), statistics.median(cpus[n])) for n in calls}
 
 
-def seed_store(plait: str, db: str) -> None:
-    """One finished run of the orders example, so show/runs/asks read real rows."""
+def seed_store(plait: str, db: str, env: dict[str, str] | None = None) -> None:
+    """One finished run of the orders example, so show/runs/asks read real rows (written
+    by the tree that reads them: older code does not read a newer engine epoch's run)."""
     workflow = Path(__file__).parents[1] / "examples" / "orders" / "workflow.yaml"
     subprocess.run(
         [plait, "run", str(workflow), "--db", db, "--run-id", RUN_ID, "--input", ORDER],
         check=True,
         capture_output=True,
+        env=env,
     )
 
 
@@ -176,8 +178,10 @@ def main(argv: list[str] | None = None) -> None:
         envs: dict[str, dict[str, str]] = {}
         if args.before:  # the same verbs from another source tree, in the same rounds
             earlier = {**os.environ, "PYTHONPATH": args.before}
+            old_db = f"sqlite:///{tmp}/cli-before.db"
+            seed_store(plait, old_db, earlier)
             for name in [n for n in calls if n.startswith("plait ")]:
-                calls[f"before: {name}"] = calls[name]
+                calls[f"before: {name}"] = [old_db if a == db else a for a in calls[name]]
                 envs[f"before: {name}"] = earlier
         took = medians(calls, args.repeat, envs)
         counted = {}
