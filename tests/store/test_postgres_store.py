@@ -190,7 +190,7 @@ def test_an_empty_database_is_migrated(postgres: Any) -> None:
         assert tables == {
             "schema_version", "runs", "manifests", "journal", "nodes", "leases",
             "schedules", "schedule_slots", "tokens",
-            "conversation_runs",
+            "conversation_runs", "row_forms",
         }  # fmt: skip
 
 

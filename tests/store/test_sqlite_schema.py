@@ -272,3 +272,16 @@ def test_the_shipped_migrations_are_never_edited_only_appended_to():
         text = json.dumps(shipped[: {"sqlite": 5, "postgres": 3}[dialect]])
         assert hashlib.sha256(text.encode()).hexdigest() == pinned, dialect
     assert len(migrations("sqlite")) == SCHEMA_VERSION
+
+
+def test_a_store_with_rows_older_plait_cannot_read_is_past_their_version(tmp_path: Path):
+    # Packed checkpoints, shared manifests and Merkle digests came with migration 11, so
+    # a plait of version 10 or less refuses the store (E020) instead of misreading them.
+    store = SqliteStore(str(tmp_path / "p.db"))
+    try:
+        conn = store._conn
+        assert SCHEMA_VERSION >= 11
+        forms = conn.execute("SELECT form, since FROM row_forms ORDER BY form").fetchall()
+        assert forms == [("merkle-digest", 11), ("packed-checkpoint", 11), ("shared-manifest", 11)]
+    finally:
+        store.close()

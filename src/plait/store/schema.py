@@ -231,6 +231,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         "CREATE INDEX runs_by_updated ON runs (updated_ms{order})",
         "CREATE INDEX runs_by_status_updated ON runs (status, updated_ms{order})",
     )),
+    # 11: rows an older plait cannot read (issue #22): a parked run's checkpoint kept
+    # deflated (store/packed.py), a manifest's shared part in nodes (manifest_rows.py),
+    # checkpoints digested by their Merkle root (engine epoch 3). The version is the
+    # point: an older plait refuses this store (PLAIT-E020, "upgrade plait") rather than
+    # reading those rows as corrupted; the table names the forms, for a person looking.
+    Migration((
+        "CREATE TABLE row_forms (form TEXT PRIMARY KEY, since {int} NOT NULL)",
+        "INSERT INTO row_forms (form, since) VALUES ('packed-checkpoint', 11),"
+        " ('shared-manifest', 11), ('merkle-digest', 11)",
+    )),
 )  # fmt: skip
 
 
