@@ -184,6 +184,11 @@ class DurableJournal:
             self._checkpoint_memo.clear()
 
     def envelope(self, command: EmitEnvelope) -> None:
+        # Announcing asks is how a run parks: the checkpoint it parks with (the step
+        # emits it just before this) is kept at rest, deflated (``store/packed.py``).
+        self._pending = [
+            replace(w, at_rest=True) if type(w) is CheckpointWrite else w for w in self._pending
+        ]
         self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
 
     def finish(self, state: SchedulerState) -> None:
@@ -206,8 +211,6 @@ class DurableJournal:
             return
         writes, self._pending = self._pending, []
         cutting, self._cutting = self._cutting, []
-        if any(type(w) is RecordWrite and w.kind == "envelope" for w in writes):
-            writes = at_rest(writes)
         try:
             self._store.commit(self._run_id, self._token, writes, release=release)
         except BaseException:
@@ -223,9 +226,3 @@ class DurableJournal:
         if self._crash is not None and self._new_intents:
             self._crash.passed("intent", self._new_intents)
         self._new_intents = 0
-
-
-def at_rest(writes: list[Write]) -> list[Write]:
-    """A commit that announces asks (an envelope) is the one a run parks with, waiting
-    for a person: its checkpoints are stored deflated (``store/packed.py``)."""
-    return [replace(w, at_rest=True) if type(w) is CheckpointWrite else w for w in writes]
