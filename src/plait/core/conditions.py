@@ -132,7 +132,15 @@ def _eval(node: Node, context: JSON) -> bool:
             return value is not _MISSING and strict_equal(value, node.literal)
         if op == "!=":
             return value is _MISSING or not strict_equal(value, node.literal)
-        return _ordered(op, value, node.literal)
+        literal = node.literal
+        compare = _ORDERING.get(op)
+        if (
+            compare is not None
+            and type(value) in _PLAIN_NUMBERS
+            and type(literal) in _PLAIN_NUMBERS
+        ):
+            return bool(compare(value, literal))  # a loop's counter against its bound
+        return _ordered(op, value, literal)
     if isinstance(node, Truthy):
         value = _lookup(context, node.path)
         return value is not _MISSING and bool(value)
@@ -163,6 +171,7 @@ def _is_number(value: JSON) -> bool:
 
 
 _NUMBERS: Final = (int, float)
+_PLAIN_NUMBERS: Final = frozenset((int, float))
 
 
 def _ordered(op: str, value: JSON, literal: JSON) -> bool:

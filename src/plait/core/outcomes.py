@@ -47,8 +47,8 @@ class Usage:
 
     @staticmethod
     def from_json(value: dict[str, Any] | None) -> Usage:
-        if not value:
-            return NO_USAGE
+        if not value or value == _NO_USAGE_JSON:
+            return NO_USAGE  # a tool's result: the same value, without a decode
         return _USAGE.decode(value)
 
 
@@ -56,6 +56,7 @@ _USAGE: RecordCodec[Usage] = RecordCodec(Usage)
 
 
 NO_USAGE = Usage()
+_NO_USAGE_JSON = NO_USAGE.to_json()
 
 
 @dataclass(frozen=True, slots=True)

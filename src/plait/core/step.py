@@ -95,7 +95,10 @@ def _answers_in_ask_order(state: SchedulerState, events: Iterable[Event]) -> lis
     way whatever order they were given in, and approved calls then run in the order the
     model called them (``_ask_position``)."""
     events = events if isinstance(events, list) else list(events)
-    if not any(isinstance(event, ResponseSettled) for event in events):
+    for event in events:
+        if isinstance(event, ResponseSettled):
+            break
+    else:
         return events  # a wave's results: the common case, taken as it is
     out: list[Event] = []
     answers: list[ResponseSettled] = []
@@ -278,8 +281,8 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
     state = s.state
     # After a permanent failure the superstep drains with no new dispatches but retries
     # (§3.5): a loop does not take its next turn, and nobody is asked to answer.
-    if not _ending(state) and llm_loop.serve_needs(s, phase):
-        return True
+    if state.abstract_flows and not _ending(state) and llm_loop.serve_needs(s, phase):
+        return True  # (serve_needs serves nothing without flows)
     if not _draining(state):
         if READY in state.node_state:
             dispatched = False
@@ -355,8 +358,13 @@ def _open_superstep(s: StepContext) -> None:
     for node, ns in enumerate(state.node_state):
         if ns == READY:
             _dispatch_node(s, phase, node)
-    if exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open) is None:
-        for path in send.queued(s):
+    tasks = send.queued(s)
+    if (
+        tasks
+        and exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open)
+        is None
+    ):
+        for path in tasks:
             send.dispatch_task(s, phase, path)
 
 
