@@ -33,6 +33,7 @@ from plait.driver.settle import settlements
 from plait.driver.telemetry import run_trace
 from plait.driver.wake import backoff_sleep_ms, set_wake, wake_time
 from plait.driver.wave import RunResult, drive
+from plait.store.base import POLLED_KINDS
 from plait.store.records import Journal, StatusWrite
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ def poller(host: Host, run_id: str, existing: Journal | None) -> Callable[[], li
     seen = {"after": max((item.seq for item in items), default=0)}
 
     def poll() -> list[Event]:
-        found = host.store.records_after(run_id, seen["after"], ("cancel", "inbox"))
+        found = host.store.records_after(run_id, seen["after"], POLLED_KINDS)
         events: list[Event] = []
         for record in found:
             seen["after"] = record.seq
