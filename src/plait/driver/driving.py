@@ -193,7 +193,10 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
             # in, which its last checkpoint holds (the asks it answered meanwhile aside,
             # which ``pending_asks`` leaves out as journaled anyway)
             result.asks = pending_asks(store, run_id, state, now_ms=host.clock())
-        journal.status(state)
+        if journal.released:
+            held = None  # a finished run's last wave gave it up (``DurableJournal.finish``)
+        elif not journal.finished:  # (a finished run's status went with its outcome)
+            journal.status(state)
         wake = wake_time(store, state) if result.status == "parked" else None
         if held is not None and result.status != "failed" and wake is None:
             # Nothing left to do under the lease: the last commit gives it up (one
