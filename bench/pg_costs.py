@@ -416,11 +416,11 @@ def main() -> None:
             for c in (1, args.concurrency):
                 m = plait_worker(b, workdir, args.runs, c)
                 print(f"worker c={c:<3} plait     per run: {m.per(args.runs)}")
-                print("\n".join(m.trace))
+                if m.trace:
+                    print("\n".join(m.trace))
         if "start" in scenarios:
             m = plait_start(b, workdir, args.runs)
             print(f"start        plait     per run: {m.per(args.runs)}")
-            print("\n".join(m.trace))
             if not args.plait_only:
                 m = langgraph_runs(b, args.runs)
                 print(f"start        langgraph per run: {m.per(args.runs)}")
