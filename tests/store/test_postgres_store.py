@@ -35,6 +35,8 @@ from plait.store import (
     Write,
     open_store,
 )
+from plait.store.base import POLLED_KINDS
+from plait.store.lease import LeaseClaim
 
 try:
     import psycopg
@@ -558,3 +560,140 @@ def test_two_workers_claiming_at_once_never_claim_a_run_twice(postgres_url: str)
     both = claimed["a"] + claimed["b"]
     assert sorted(both) == [f"r{i:02}" for i in range(60)]  # every run, none twice
     assert len(set(claimed["a"]) & set(claimed["b"])) == 0
+
+
+# --- round trips: what a worker's run and a started run cost the server ---
+
+
+def count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement the store sends from now on (its text), and every transaction."""
+    sent: list[str] = []
+    execute, transaction = psycopg.Cursor.execute, psycopg.Connection.transaction
+
+    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    def counted_transaction(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append("BEGIN")
+        return transaction(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted_execute)
+    monkeypatch.setattr(psycopg.Connection, "transaction", counted_transaction)
+    return sent
+
+
+def test_claiming_runs_and_their_leases_is_one_statement(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued(pg, "old", created_ms=1)
+    queued(pg, "new", created_ms=2)
+    queued(pg, "held", created_ms=0)
+    pg.acquire_lease("held", WORKER_B, TTL, TTL, lambda o: True)  # live at TTL
+    queued(pg, "lapsed", created_ms=3, status="running")
+    lapsed = pg.acquire_lease("lapsed", WORKER_B, 0, TTL, lambda o: True)
+    sent = count_statements(monkeypatch)
+    assert pg.claim_work(WORKER_A, TTL, TTL, limit=5) == [
+        ("old", 1),
+        ("new", 1),
+        ("lapsed", lapsed + 1),
+    ]
+    assert len(sent) == 1
+    assert [pg.get_run(r).status for r in ("old", "new", "lapsed")] == ["running"] * 3
+    assert error_of(lambda: pg.acquire_lease("old", WORKER_B, TTL, TTL, lambda o: True)).code == (
+        "E021"
+    )
+
+
+def test_a_claim_judges_a_lease_written_meanwhile_as_it_is_once_written(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """A lease row another transaction is writing when the claim reaches it is waited
+    for, and the rule applied to it as committed: a live lease is not taken over."""
+    queued(pg, "r1")
+    with psycopg.connect(postgres_url) as other:
+        other.execute(
+            "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+            " VALUES ('r1', 'host-b', 2, 2, 7, %s)",
+            (10 * TTL,),
+        )
+        timer = threading.Timer(0.2, other.commit)
+        timer.start()
+        try:
+            assert pg.claim_work(WORKER_A, 0, TTL, limit=1) == []
+        finally:
+            timer.join()
+    assert pg.claim_work(WORKER_A, 10 * TTL, TTL, limit=1) == [("r1", 8)]
+
+
+def test_creating_a_leased_run_is_one_statement(
+    pg: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claim = LeaseClaim(WORKER_A, 0, TTL, lambda o: True)
+    info = RunInfo("r1", "wf", "running", "alice", None, 1, 1)
+    sent = count_statements(monkeypatch)
+    assert pg.create_run(info, {"workflow": {"big": "x" * 200}, "input": 1}, lease=claim) == 1
+    assert len(sent) == 1
+    assert pg.get_run("r1") == info
+    assert pg.manifests("r1") == [{"workflow": {"big": "x" * 200}, "input": 1}]
+    assert error_of(lambda: pg.create_run(info, {}, lease=claim)).code == "E016"
+    assert error_of(lambda: pg.acquire_lease("r1", WORKER_B, 1, TTL, lambda o: True)).code == (
+        "E021"
+    )
+
+    # A lease row left under a new run's id (nothing plait does leaves one) is judged by
+    # the lease rule, in a transaction of its own, as before: taken, or PLAIT-E021.
+    with psycopg.connect(postgres_url, autocommit=True) as other:
+        other.execute(
+            "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+            " VALUES ('r8', NULL, NULL, NULL, 4, 0), ('r9', 'host-b', 2, 2, 4, %s)",
+            (10 * TTL,),
+        )
+    assert pg.create_run(RunInfo("r8", "wf", "running", "a", None, 1, 1), {}, lease=claim) == 5
+    new = RunInfo("r9", "wf", "running", "a", None, 1, 1)
+    assert error_of(lambda: pg.create_run(new, {}, lease=claim)).code == "E021"
+    assert error_of(lambda: pg.get_run("r9")).code == "E017"  # nothing was written
+
+
+def test_loading_a_journal_is_one_statement_even_when_it_is_empty(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued(pg, "r1")
+    sent = count_statements(monkeypatch)
+    assert pg.load_journal("r1").items() == []
+    assert len(sent) == 1
+    pg.commit("r1", None, [RecordWrite("feed", {"events": []})])
+    sent.clear()
+    assert [item.seq for item in pg.load_journal("r1").items()] == [1]
+    assert pg.load_journal("r1", after_seq=1).items() == []
+    assert len(sent) == 2
+    assert error_of(lambda: pg.load_journal("nope")).code == "E017"
+
+
+def test_a_drives_first_poll_is_answered_by_its_first_commit(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued(pg, "r1", status="running")
+    pg.commit("r1", None, [RecordWrite("feed", {"events": []})])
+    sent = count_statements(monkeypatch)
+    assert pg.records_after("r1", 0, POLLED_KINDS) == []
+    assert sent == []
+
+
+def test_manifests_of_one_workflow_read_their_shared_nodes_once(
+    pg: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    digest = "ab" * 32  # a tool file's digest: text that looks like a node's name
+    shared = {"workflow": {"nodes": ["x" * 100]}, "tool_sources": {"t.py": digest}}
+    for run_id in ("r1", "r2"):
+        pg.create_run(RunInfo(run_id, "wf", "queued", "a", None, 1, 1), {**shared, "id": run_id})
+    other = PostgresStore(postgres_url)  # nothing read yet
+    try:
+        sent = count_statements(monkeypatch)
+        assert other.manifests("r1") == [{**shared, "id": "r1"}]
+        first = len(sent)
+        sent.clear()
+        assert other.manifests("r2") == [{**shared, "id": "r2"}]
+        assert (first, len(sent)) == (2, 1)
+    finally:
+        other.close()

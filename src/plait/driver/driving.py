@@ -33,6 +33,7 @@ from plait.driver.settle import settlements
 from plait.driver.telemetry import run_trace
 from plait.driver.wake import backoff_sleep_ms, set_wake, wake_time
 from plait.driver.wave import RunResult, drive
+from plait.store.base import POLLED_KINDS
 from plait.store.records import Journal, StatusWrite
 
 if TYPE_CHECKING:
@@ -192,7 +193,10 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
             # in, which its last checkpoint holds (the asks it answered meanwhile aside,
             # which ``pending_asks`` leaves out as journaled anyway)
             result.asks = pending_asks(store, run_id, state, now_ms=host.clock())
-        journal.status(state)
+        if journal.released:
+            held = None  # a finished run's last wave gave it up (``DurableJournal.finish``)
+        elif not journal.finished:  # (a finished run's status went with its outcome)
+            journal.status(state)
         wake = wake_time(store, state) if result.status == "parked" else None
         if held is not None and result.status != "failed" and wake is None:
             # Nothing left to do under the lease: the last commit gives it up (one
@@ -229,7 +233,7 @@ def poller(host: Host, run_id: str, existing: Journal | None) -> Callable[[], li
     seen = {"after": max((item.seq for item in items), default=0)}
 
     def poll() -> list[Event]:
-        found = host.store.records_after(run_id, seen["after"], ("cancel", "inbox"))
+        found = host.store.records_after(run_id, seen["after"], POLLED_KINDS)
         events: list[Event] = []
         for record in found:
             seen["after"] = record.seq

@@ -92,6 +92,11 @@ class DurableJournal:
         self._renewed_at = clock_ms
         self._max_checkpoint = max_checkpoint_bytes
         self._checkpoint_memo = checkpoint_memo
+        self._finishing = False  # the next commit is the finished run's last: it releases
+        self.finished = False
+        """The run finished: its final status is written (``finish``) with its outcome."""
+        self.released = False
+        """The lease was given up in a commit (the drive's last)."""
         """The memo the core cuts this drive's epoch-3 checkpoints with (``StepEnv``): it
         holds what earlier cuts handed out, so it is forgotten when a wave may not have
         reached the store (dropped, or its commit failed)."""
@@ -192,10 +197,16 @@ class DurableJournal:
         self._pending.append(RecordWrite("envelope", {"asks": list(command.asks)}))
 
     def finish(self, state: SchedulerState) -> None:
+        """The run's outcome, and with it its final status: the drive's last commit (the
+        wave's) writes both, and gives the lease up unless the run failed (its children
+        are canceled first, under the lease): one transaction, not two (§5.7)."""
         result = RunResult.of(state)
         self._pending.append(
             RecordWrite("outcome", {"outcome": result.outcome, "spent": result.spent})
         )
+        self._pending.append(StatusWrite(result.status, result.outcome, self._clock_ms))
+        self._finishing = result.status != "failed"
+        self.finished = True
 
     def status(self, state: SchedulerState) -> None:
         """Record where the run now stands (running, parked or its final status)."""
@@ -209,6 +220,7 @@ class DurableJournal:
             if release:
                 self._store.release_lease(self._run_id, self._token)
             return
+        release = release or self._finishing
         writes, self._pending = self._pending, []
         cutting, self._cutting = self._cutting, []
         try:
@@ -223,6 +235,8 @@ class DurableJournal:
             # A long run keeps its lease; a driver that lost it fails here or at its next commit.
             self._store.renew_lease(self._run_id, self._token, self._clock_ms, self._ttl)
             self._renewed_at = self._clock_ms
+        if release:
+            self.released, self._finishing = True, False
         if self._crash is not None and self._new_intents:
             self._crash.passed("intent", self._new_intents)
         self._new_intents = 0

@@ -195,6 +195,7 @@ class Runtime:
         workflow: Workflow | None = None,
         token: int | None = None,
         manifest: dict[str, Any] | None = None,
+        top_level: bool = False,
     ) -> RunResult:
         """Continue a run from its last checkpoint; a finished run reports its outcome again.
 
@@ -203,12 +204,14 @@ class Runtime:
         or not a drive happened (a finished run, an error before driving).
         ``manifest``: the run's manifest, when the caller has read it already (a worker
         does): it is not read again. A child run resumed on its own wakes its root, whose
-        next drive (a worker's, the server's) settles what the child did.
+        next drive (a worker's, the server's) settles what the child did. ``top_level``:
+        the caller knows the run has no parent (a worker's claim: workers claim only
+        top-level runs), so its row is not read again to find out.
         """
         from plait.driver.wake import wake_root
 
         result = await self._resume(run_id, workflow, token, manifest)
-        if self.store.get_run(run_id).parent_run_id is not None:
+        if not top_level and self.store.get_run(run_id).parent_run_id is not None:
             # A child driven on its own (`plait resume CHILD` after answering its ask):
             # its parent waits on it, so its root is due now and a driver settles it.
             wake_root(self.store, run_id, self.clock())

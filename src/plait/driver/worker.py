@@ -357,7 +357,10 @@ class Worker:
             manifest = dict(self.store.manifests(claim.run_id)[-1])
             resumed = True  # from here on resume releases the lease, whatever happens
             runtime = self._runtime_for(manifest)
-            result = asyncio.run(runtime.resume(claim.run_id, token=claim.token, manifest=manifest))
+            resume = runtime.resume(
+                claim.run_id, token=claim.token, manifest=manifest, top_level=True
+            )
+            result = asyncio.run(resume)
             return result.status, result.redelivered
         finally:
             if not resumed:

@@ -199,6 +199,11 @@ class Listener(Protocol):
     def close(self) -> None: ...
 
 
+POLLED_KINDS = ("cancel", "inbox")
+"""The record kinds a driver polls for between waves (``Store.records_after``): a store
+may answer the first poll of a drive from the commit before it, as it does the later ones."""
+
+
 def never_dead(owner: LeaseOwner) -> bool:
     """A claim that cannot tell whether a holder's process is gone takes only free,
     released or expired leases."""

@@ -23,13 +23,42 @@ PG_CLAIMABLE = (
 # parked/budget-exhausted with a wake time that has come. The status list matches the
 # ``runs_unfinished`` partial index.
 PG_CLAIM_WORK = (
-    "SELECT r.run_id FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id"
+    "SELECT r.run_id, r.created_ms, r.row_order FROM runs r"
+    " LEFT JOIN leases l ON l.run_id = r.run_id"
     " WHERE r.status IN ('queued', 'running', 'parked', 'budget_exhausted')"
     " AND r.parent_run_id IS NULL AND r.run_id <> ALL(%(exclude)s)"
     " AND (l.run_id IS NULL OR l.host IS NULL OR l.expires_ms <= %(now)s)"
     " AND (r.status = 'queued' OR (r.status = 'running' AND l.run_id IS NOT NULL)"
     "      OR r.wake_ms <= %(now)s)"
     " ORDER BY r.created_ms, r.row_order LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED"
+)
+# ``claim_work`` in ONE statement (one round trip, one transaction): the runs PG_CLAIM_WORK
+# picks (locked, others' skipped), their leases taken by the lease rule for a claimant that
+# cannot tell a holder is gone (``lease.may_take_over`` with ``never_dead``: no lease row ->
+# token 1; released or expired -> the next token; a live holder keeps it), and the claimed
+# runs marked as PG_CLAIMED does. The rule is applied by the upsert to the lease row as it
+# is NOW, not as the statement's snapshot saw it: ``ON CONFLICT`` locks the current row
+# (waiting for a writer still in flight) and its ``WHERE`` decides; a run whose lease was
+# taken, renewed or created meanwhile returns no token and is not claimed.
+PG_CLAIM_AND_LEASE = (
+    "WITH picked AS MATERIALIZED ("
+    f" {PG_CLAIM_WORK}),"
+    " leased AS ("
+    "  INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+    "  SELECT run_id, %(host)s, %(pid)s, %(started_ms)s, 1, %(expires_ms)s FROM picked"
+    "  ORDER BY created_ms, row_order"
+    "  ON CONFLICT (run_id) DO UPDATE SET host = excluded.host, pid = excluded.pid,"
+    "   started_ms = excluded.started_ms, token = leases.token + 1,"
+    "   expires_ms = excluded.expires_ms"
+    "  WHERE leases.host IS NULL OR leases.expires_ms <= %(now)s"
+    "  RETURNING run_id, token),"
+    " marked AS ("
+    "  UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
+    "   ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
+    "   updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %(now)s ELSE updated_ms END"
+    "  WHERE run_id IN (SELECT run_id FROM leased))"
+    " SELECT l.run_id, l.token FROM leased l JOIN picked p ON p.run_id = l.run_id"
+    " ORDER BY p.created_ms, p.row_order"
 )
 # Running top-level runs whose unexpired lease a process on the claimant's host holds: a
 # claimant that can tell that process is gone (docs/architecture.md §5.7) takes them at once,

@@ -2,7 +2,11 @@
 
 One function decides whether a claimant may take a run's lease, so SQLite and PostgreSQL
 cannot drift apart. It never touches a database or the clock: the caller reads the lease
-row and the time, and supplies ``owner_alive`` (the only IO, done by the driver).
+row and the time, and supplies ``owner_alive`` (the only IO, done by the driver). One
+case is also written as SQL: a worker's claim on PostgreSQL, where the claimant cannot
+tell a holder is gone (``never_dead``), applies it in its one statement
+(``claims.PG_CLAIM_AND_LEASE``: no row -> 1, released or expired -> the next token, else
+kept); the conformance suite's claim tests hold both stores to the same answers.
 """
 
 from __future__ import annotations

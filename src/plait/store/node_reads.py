@@ -49,6 +49,45 @@ class NodeFetcher:
         return _checked(digest, None if row is None else bytes(row[0]))
 
 
+NODE_CACHE_BYTES = 4 << 20
+"""Node bytes a ``NodeCache`` holds before it forgets them all."""
+
+
+class NodeCache:
+    """Node bytes kept across reads (a PostgreSQL store's manifests: the runs of one
+    workflow share most of theirs, and a worker reads one per run it claims).
+
+    Nodes are content-addressed: a hash names the same bytes forever, and ``decode``
+    still checks them. Forgotten wholesale past ``limit`` bytes. Not locked: readers copy
+    what they take (``get``), a dict's single updates are atomic, and an update lost to a
+    race costs one read again.
+    """
+
+    def __init__(self, limit: int = NODE_CACHE_BYTES) -> None:
+        self.nodes: dict[str, bytes] = {}
+        self.absent: set[str] = set()
+        """Names in a payload's text that were no node's when looked up (a manifest's tool
+        file digests): a prefetch does not look them up again; ``decode`` would."""
+        self._limit = limit
+        self._size = 0
+
+    def get(self, wanted: set[str]) -> dict[str, bytes]:
+        """The bytes held of ``wanted`` (a copy: the holder may forget them meanwhile)."""
+        nodes = self.nodes
+        return {name: data for name in wanted if (data := nodes.get(name)) is not None}
+
+    def add(self, found: dict[str, bytes], absent: set[str]) -> None:
+        """Hold ``found``; ``absent``: names a prefetch guessed that are no node's."""
+        size = sum(len(data) for data in found.values()) + 64 * len(absent)
+        if self._size + size > self._limit:
+            self.nodes.clear()
+            self.absent = set()
+            self._size = 0
+        self.nodes.update(found)
+        self.absent |= absent
+        self._size += size
+
+
 class NodeBatcher:
     """Node bytes fetched in batches through a PostgreSQL connection: a round trip per level.
 
@@ -58,15 +97,16 @@ class NodeBatcher:
     and every node's bytes are checked against their hash when ``decode`` asks for them.
     """
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, shared: NodeCache | None = None) -> None:
         self._conn = conn
+        self._shared = shared
         self._bytes: dict[str, bytes] = {}
         self._absent: set[str] = set()
         self._parsed: dict[str, JSON] = {}
 
     def prefetch(self, payloads: Iterable[str]) -> None:
         """Fetch every node the encoded payloads need, and the nodes those need."""
-        self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)})
+        self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)}, guess=True)
 
     def decode(self, payload: str) -> JSON:
         return decode_row(payload, self._node, cache=self._parsed)
@@ -78,10 +118,18 @@ class NodeBatcher:
             data = self._bytes.get(digest)
         return _checked(digest, data)
 
-    def _fetch(self, wanted: set[str]) -> None:
+    def _fetch(self, wanted: set[str], guess: bool = False) -> None:
+        """Read ``wanted`` and the nodes they name, level by level. ``guess``: names taken
+        from text (``prefetch``), which the shared cache may know are no node's; ``decode``
+        asking for one reads it all the same."""
+        shared = self._shared
         wanted -= self._bytes.keys() | self._absent
         while wanted:
-            batch = sorted(wanted)
+            kept = {} if shared is None else shared.get(wanted)
+            unknown = wanted - kept.keys()
+            if guess and shared is not None:
+                unknown -= shared.absent
+            batch = sorted(unknown)
             found: dict[str, bytes] = {}
             for start in range(0, len(batch), _FETCH_BATCH):
                 rows = self._conn.execute(
@@ -89,8 +137,11 @@ class NodeBatcher:
                     (batch[start : start + _FETCH_BATCH],),
                 ).fetchall()
                 found.update((name, bytes(data)) for name, data in rows)
+            if shared is not None:
+                shared.add(found, set(batch) - found.keys() if guess else set())
+            self._absent |= set(batch) - found.keys()
+            found.update(kept)
             self._bytes.update(found)
-            self._absent |= wanted - found.keys()
             wanted = {
                 name.decode("ascii") for data in found.values() for name in _NODE_NAME.findall(data)
             }

@@ -73,9 +73,11 @@ COMMIT = (
     "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved))"
     " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
     # The last record of the kinds a driver polls for between waves (records_after), as
-    # of this statement: the poll after the commit needs no round trip of its own.
-    "  (SELECT max(seq) FROM journal WHERE run_id = %(run_id)s AND item = 'record'"
-    "   AND record_kind = ANY(%(watched)s::text[])),"
+    # of this statement: the poll after the commit needs no round trip of its own. One
+    # backward step of the ``journal_records`` index per kind, however long the run.
+    "  (SELECT max(last.seq) FROM unnest(%(watched)s::text[]) AS k (kind)"
+    "   CROSS JOIN LATERAL (SELECT seq FROM journal WHERE run_id = %(run_id)s"
+    "   AND item = 'record' AND record_kind = k.kind ORDER BY seq DESC LIMIT 1) last),"
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
@@ -121,7 +123,15 @@ def commit_params(
         "updated_ms": None if status[2] is None else str(status[2]),
         "journal": dumps(journal),
         "manifests": dumps(manifests),
-        "hash": hashes,
-        "data": [nodes[digest] for digest in hashes],
+        # No nodes (most waves): a NULL array and an empty literal, nothing to adapt.
+        "hash": text_array(hashes),
+        "data": [nodes[digest] for digest in hashes] if hashes else None,
         "release": "true" if release and token is not None else "false",
     }
+
+
+def text_array(items: Sequence[str]) -> str:
+    """``items`` as a PostgreSQL array literal, for a ``%s::text[]`` parameter: a string
+    costs the client less to send than a list, which psycopg adapts element by element."""
+    quoted = (item.replace("\\", "\\\\").replace('"', '\\"') for item in items)
+    return "{" + ",".join(f'"{item}"' for item in quoted) + "}"

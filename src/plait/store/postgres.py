@@ -43,10 +43,17 @@ from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import claims, run_pages, schedules, sql, tokens
-from plait.store.base import ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
+from plait.store.base import (
+    POLLED_KINDS,
+    ScheduleStore,
+    TokenStore,
+    WorkStore,
+    never_dead,
+    unknown_run,
+)
 from plait.store.lease import LeaseClaim, may_take_over, stale_token
-from plait.store.node_reads import NodeBatcher
-from plait.store.pg_commit import COMMIT, commit_params
+from plait.store.node_reads import NodeBatcher, NodeCache
+from plait.store.pg_commit import COMMIT, commit_params, text_array
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
 from plait.store.pg_pool import Connection, Pool, PoolError
 from plait.store.postgres_schema import migrate
@@ -79,6 +86,27 @@ _INSERT_RUN = (
     f"INSERT INTO runs ({sql.RUN_LIST}) VALUES ({', '.join('%s' for _ in RUN_COLUMNS)})"
     " ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
 )
+# A new run outside a conversation in one statement (``create_run``): its row (nothing
+# when the id is taken: the other inserts select from it), its manifest, the manifest's
+# nodes (in hash order, as ``pg_commit.COMMIT`` inserts them) and, asked for, its lease
+# with token 1. A lease row already there fails the statement (``leases_pkey``).
+_CREATE_RUN = (
+    "WITH new_run AS ("
+    f" INSERT INTO runs ({sql.RUN_LIST}) VALUES ({', '.join(f'%({c})s' for c in RUN_COLUMNS)})"
+    "  ON CONFLICT (run_id) DO NOTHING RETURNING run_id),"
+    " manifest_row AS (INSERT INTO manifests (run_id, seq, payload)"
+    "  SELECT run_id, 0, %(payload)s FROM new_run),"
+    " node_rows AS (INSERT INTO nodes (hash, data, run_id)"
+    "  SELECT n.hash, n.data, new_run.run_id FROM new_run"
+    "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
+    "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
+    " lease_row AS (INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
+    "  SELECT run_id, %(host)s::text, %(pid)s::bigint, %(started_ms)s::bigint, 1,"
+    "  %(expires_ms)s::bigint FROM new_run WHERE %(leased)s::boolean)"
+    " SELECT run_id FROM new_run"
+)
+_LEASE_ROW_LEFT = -1
+"""``_create_at_once`` wrote nothing: a lease row names the new run's id already."""
 _INSERT_NODES = (
     "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
 )
@@ -93,6 +121,13 @@ _LOCK_LEASE = (
     f" SELECT r.run_id, {_LEASE_COLUMNS} FROM r LEFT JOIN LATERAL"
     f" (SELECT {_LEASE_COLUMNS} FROM leases WHERE leases.run_id = r.run_id FOR UPDATE) l"
     " ON true"
+)
+# ``sql.JOURNAL_ROWS`` joined to the run row: (NULL, ...) for a run with no rows past the
+# seq, nothing for no run.
+_JOURNAL_OF_RUN = (
+    f"SELECT j.* FROM (SELECT 1 FROM runs WHERE run_id = %s) AS r LEFT JOIN LATERAL"
+    f" ({POSTGRES.q(sql.JOURNAL_ROWS)}) AS j ON true"
+    " ORDER BY j.seq"
 )
 _STORED_BYTES = (
     "SELECT (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM journal{w})"
@@ -133,6 +168,7 @@ class PostgresStore:
             raise PlaitError("E020", f"pool_size must be at least 1, not {pool_size}")
         self.durability = durability
         self._nodes = sql.KnownNodes()
+        self._manifest_nodes = NodeCache()
         # records_after between waves: the kinds each run's driver polls for, and what the
         # run's last commit found of them (kinds, last seq or None); see records_after.
         self._watched: dict[str, tuple[str, ...]] = {}
@@ -179,6 +215,12 @@ class PostgresStore:
         token = None
         payload = self._nodes.manifest(manifest, nodes)
         what = f"creating run '{info.run_id}'"
+        if conversation is None:
+            token = self._create_at_once(info, payload, nodes, lease, what)
+            if token != _LEASE_ROW_LEFT:
+                self._nodes.remember(nodes)
+                return token
+            token = None
         try:
             with self._connection(what) as conn, conn.pipeline() as pipe, conn.transaction():
                 if conn.execute(_INSERT_RUN, run_row(info)).fetchone() is None:
@@ -204,6 +246,45 @@ class PostgresStore:
         self._nodes.remember(nodes)
         return token
 
+    def _create_at_once(
+        self,
+        info: RunInfo,
+        payload: str,
+        nodes: dict[str, bytes],
+        lease: LeaseClaim | None,
+        what: str,
+    ) -> int | None:
+        """``create_run`` of a run outside a conversation in ONE statement (``_CREATE_RUN``):
+        its token (or None without ``lease``), PLAIT-E016 when the id is taken, or
+        ``_LEASE_ROW_LEFT`` (nothing written) when a lease row already names the run id, for
+        ``create_run`` to apply the lease rule to it in a transaction of its own. A new run
+        has no lease row, so the rule (``lease.may_take_over``) gives it token 1."""
+        params: dict[str, Any] = dict(zip(RUN_COLUMNS, run_row(info), strict=True))
+        hashes = sorted(nodes)
+        params.update(
+            payload=payload,
+            hash=hashes,
+            data=[nodes[digest] for digest in hashes],
+            leased="false" if lease is None else "true",
+            host=None if lease is None else lease.owner.host,
+            pid=None if lease is None else str(lease.owner.pid),
+            started_ms=None if lease is None else str(lease.owner.started_ms),
+            expires_ms=None if lease is None else str(lease.now_ms + lease.ttl_ms),
+        )
+        try:
+            with self._connection(what) as conn:
+                row = conn.execute(_CREATE_RUN, params).fetchone()
+        except PlaitError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, pg_errors.UniqueViolation) and (
+                cause.diag.constraint_name == "leases_pkey"
+            ):
+                return _LEASE_ROW_LEFT
+            raise
+        if row is None:
+            raise PlaitError("E016", f"run id '{info.run_id}' already exists")
+        return None if lease is None else 1
+
     def conversation_runs(self, conversation: str | None = None) -> list[tuple[str, RunInfo]]:
         with self._connection("listing conversations") as conn:
             return sql.conversation_runs(conn, POSTGRES, conversation)
@@ -227,8 +308,9 @@ class PostgresStore:
             )
 
     def manifests(self, run_id: str) -> list[JSON]:
+        """The run's manifests; the nodes runs of one workflow share are read once."""
         with self._connection(f"reading the manifest of run '{run_id}'") as conn:
-            return sql.manifests(conn, POSTGRES, run_id, NodeBatcher(conn))
+            return sql.manifests(conn, POSTGRES, run_id, NodeBatcher(conn, self._manifest_nodes))
 
     # --- leases ---
 
@@ -313,39 +395,54 @@ class PostgresStore:
         owner_alive: Callable[[LeaseOwner], bool] = never_dead,
     ) -> list[tuple[str, int]]:
         """``WorkStore.claim_work``: oldest first, skipping rows another transaction holds
-        (``FOR UPDATE SKIP LOCKED``), so concurrent workers never wait on each other."""
+        (``FOR UPDATE SKIP LOCKED``), so concurrent workers never wait on each other. The
+        runs and their leases are claimed in one statement (``claims.PG_CLAIM_AND_LEASE``,
+        one round trip); then, when ``owner_alive`` can tell and the limit is not reached,
+        this host's runs whose holder is gone (``_claim_orphans``)."""
         if limit < 1:
             return []
+        params: dict[str, Any] = {
+            "now": now_ms,
+            "limit": limit,
+            "exclude": list(exclude),
+            "host": owner.host,
+            "pid": owner.pid,
+            "started_ms": owner.started_ms,
+            "expires_ms": now_ms + ttl_ms,
+        }
+        with self._connection("claiming runs") as conn:
+            claimed = [(row[0], row[1]) for row in conn.execute(claims.PG_CLAIM_AND_LEASE, params)]
+            if owner_alive is not never_dead and len(claimed) < limit:
+                params["limit"] = limit - len(claimed)
+                params["exclude"] = [*exclude, *(run_id for run_id, _ in claimed)]
+                claimed += self._claim_orphans(conn, owner, now_ms, ttl_ms, params, owner_alive)
+        return claimed
+
+    def _claim_orphans(
+        self,
+        conn: Connection,
+        owner: LeaseOwner,
+        now_ms: int,
+        ttl_ms: int,
+        params: dict[str, Any],
+        owner_alive: Callable[[LeaseOwner], bool],
+    ) -> list[tuple[str, int]]:
+        """This host's runs whose unexpired lease a process that is gone holds, claimed as
+        ``claim_work`` claims (``claims.PG_CLAIM_ORPHANS``): read without a lock, then those
+        whose holder is gone locked and taken in one transaction, the rule applied again
+        to their lease rows as they are under the lock."""
+        rows = conn.execute(claims.PG_CLAIM_ORPHANS, params).fetchall()
+        gone = [r[0] for r in rows if not owner_alive(LeaseOwner(r[1], r[2], r[3]))]
+        if not gone:
+            return []
         claimed: list[tuple[str, int]] = []
-        with self._connection("claiming runs") as conn, conn.transaction():
-            for orphans in (False, True) if owner_alive is not never_dead else (False,):
-                if len(claimed) == limit:
+        with conn.transaction():
+            for (run_id,) in conn.execute(claims.PG_LOCK_ORPHANS, (gone,)).fetchall():
+                if len(claimed) == params["limit"]:
                     break
-                params = {
-                    "now": now_ms,
-                    "limit": limit - len(claimed),
-                    "exclude": [*exclude, *(run_id for run_id, _ in claimed)],
-                    "host": owner.host,
-                }
-                if orphans:
-                    rows = conn.execute(claims.PG_CLAIM_ORPHANS, params).fetchall()
-                    gone = [r[0] for r in rows if not owner_alive(LeaseOwner(r[1], r[2], r[3]))]
-                    run_ids = (
-                        [row[0] for row in conn.execute(claims.PG_LOCK_ORPHANS, (gone,))]
-                        if gone
-                        else []
-                    )
-                else:
-                    run_ids = [
-                        row[0] for row in conn.execute(claims.PG_CLAIM_WORK, params).fetchall()
-                    ]
-                alive = owner_alive if orphans else never_dead
-                for run_id in run_ids:
-                    if len(claimed) == limit:
-                        break
-                    token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, alive)
-                    if token is not None:
-                        claimed.append((run_id, token))
+                token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, owner_alive)
+                if token is not None:
+                    claimed.append((run_id, token))
             if claimed:
                 conn.execute(claims.PG_CLAIMED, (now_ms, [run_id for run_id, _ in claimed]))
         return claimed
@@ -507,9 +604,9 @@ class PostgresStore:
         nodes: dict[str, bytes] = {}
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
-        watched = self._watched.get(run_id, ())
+        watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
         params = commit_params(run_id, token, ops, nodes, release)
-        params["watched"] = list(watched)
+        params["watched"] = text_array(watched)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
@@ -532,11 +629,20 @@ class PostgresStore:
         # The statement does not see its own rows: a batch holding a watched record
         # leaves the next poll to read the journal.
         if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
+            if len(self._seen_at_commit) >= sql.WATCH_LIMIT:
+                self._seen_at_commit.clear()  # runs committed to here but never polled
             self._seen_at_commit[run_id] = (watched, row[2])
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
+        """``Store.load_journal`` in one round trip, also when there is nothing to read (a
+        queued run a worker claimed): the run row is joined, so no row at all means no run."""
         with self._connection(f"reading the journal of run '{run_id}'") as conn:
-            return sql.load_journal(conn, POSTGRES, run_id, after_seq, NodeBatcher(conn))
+            rows = conn.execute(_JOURNAL_OF_RUN, (run_id, run_id, after_seq)).fetchall()
+            if not rows:
+                raise unknown_run(run_id)
+            if rows[0][0] is None:  # the run, without journal rows past after_seq
+                return Journal(run_id)
+            return sql.journal_of(conn, POSTGRES, run_id, rows, NodeBatcher(conn))
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
         by_text = {key_text(key): key for key in keys}
@@ -560,7 +666,7 @@ class PostgresStore:
         """
         watch = tuple(kinds)
         seen = self._seen_at_commit.pop(run_id, None)
-        if self._watched.get(run_id) != watch:
+        if self._watched.get(run_id, POLLED_KINDS) != watch:
             if len(self._watched) >= sql.WATCH_LIMIT:
                 self._watched.clear()  # runs no longer driven here: nothing is held per run
                 self._seen_at_commit.clear()

@@ -83,12 +83,14 @@ WATCH_LIMIT = 256
 """Runs whose between-wave ``records_after`` poll a store remembers (drivers polling now)."""
 
 RUN_LIST = ", ".join(RUN_COLUMNS)
-SELECT_ROWS = (
+JOURNAL_ROWS = (
     f"SELECT seq, {', '.join(JOURNAL_COLUMNS[:-1])},"
     # a journal lists checkpoints by hash and size; their bytes are read on demand
     " CASE WHEN item = 'checkpoint' THEN NULL ELSE payload END FROM journal"
-    " WHERE run_id = ? AND seq > ? ORDER BY seq"
+    " WHERE run_id = ? AND seq > ?"
 )
+"""A run's journal rows after a seq, unordered (``SELECT_ROWS`` orders them)."""
+SELECT_ROWS = JOURNAL_ROWS + " ORDER BY seq"
 LEASE_LIST = "host, pid, started_ms, token, expires_ms"
 UPSERT_LEASE = (
     "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
