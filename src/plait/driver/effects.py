@@ -64,7 +64,7 @@ float is left to the parser: its text is what the value is)."""
 def _flat(value: dict[Any, Any]) -> bool:
     """Every key a str and every value a plain scalar (no subclass, no container)."""
     scalars = _SCALARS
-    for k, v in value.items():  # a plain loop: all() over a generator costs more here
+    for k, v in value.items():  # noqa: SIM110 (all() over a generator costs more here)
         if type(k) is not str or type(v) not in scalars:
             return False
     return True
