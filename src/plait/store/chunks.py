@@ -136,6 +136,8 @@ SMALL_LIMIT = WHOLE_CHECKPOINT_LIMIT
 WHOLE_PREFIX = '{"j":'
 """How the row payload of a value kept whole starts (it ends with ``}``)."""
 
+_CONTAINERS = (dict, list)
+
 
 def whole_text(text: str) -> str:
     """The row payload of a value kept whole: its canonical text wrapped as ``{"j"}``."""
@@ -166,7 +168,7 @@ def encode_text(
             text = canonical_text(value)
         except (ValueError, TypeError, RecursionError):
             text = None  # the walk reports what is wrong
-    if text is not None and len(text) <= SMALL_LIMIT and type(value) in (dict, list):
+    if text is not None and len(text) <= SMALL_LIMIT and type(value) in _CONTAINERS:
         return whole_text(text), {}
     cutter = _Cutter(known, memo, INLINE_LIMIT, PAGE_SIZE)
     return cutter.value(value), cutter.nodes
@@ -205,11 +207,18 @@ def collecting_encoder(
     the nodes it needs (and the store lacks) go into ``nodes`` for the same transaction."""
 
     def cut(value: JSON, given: str | Cut | None = None, /) -> str:
-        if isinstance(given, Cut):
-            nodes.update((h, data) for h, data in given.nodes.items() if h not in known)
+        # The two cases of every wave's rows first, in a few steps each: a value the
+        # driver cut already with no new nodes (an intent's input, a result), and a small
+        # container whose canonical text it has (a feed; ``encode_text``'s fast path).
+        if type(given) is Cut:
+            if given.nodes:
+                nodes.update((h, data) for h, data in given.nodes.items() if h not in known)
             return given.root
+        if type(given) is str and len(given) <= SMALL_LIMIT and type(value) in _CONTAINERS:
+            return WHOLE_PREFIX + given + "}"
         root, new = encode_text(value, known=known, memo=memo, text=given)
-        nodes.update(new)
+        if new:
+            nodes.update(new)
         return root
 
     return cut
