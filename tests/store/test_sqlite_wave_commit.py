@@ -178,4 +178,3 @@ def test_a_row_leaves_unset_every_column_its_item_never_sets() -> None:
         assert len(row) == len(MAY_BE_SET[item])
         unset = [i for i, may in enumerate(MAY_BE_SET[item]) if not may and row[i] is not None]
         assert unset == [], (item, row)
-

@@ -210,7 +210,7 @@ def collecting_encoder(
         # The two cases of every wave's rows first, in a few steps each: a value the
         # driver cut already with no new nodes (an intent's input, a result), and a small
         # container whose canonical text it has (a feed; ``encode_text``'s fast path).
-        if type(given) is Cut:
+        if isinstance(given, Cut):
             if given.nodes:
                 nodes.update((h, data) for h, data in given.nodes.items() if h not in known)
             return given.root
