@@ -146,3 +146,58 @@ def test_an_intent_journaled_twice_is_still_refused_by_its_key(tmp_path: Path) -
         assert [seq for seq, _ in _seqs(store)] == list(range(1, 13))
     finally:
         store.close()
+
+
+def _rows_of_every_form() -> list[tuple[str, tuple[object, ...]]]:
+    """``write_row`` of each journal write, in each form it takes."""
+    from plait.core.merkle import CheckpointCut
+    from plait.store.chunks import collecting_encoder
+
+    encode = collecting_encoder({}, set(), None)
+    key = JournalKey(RUN, "", "step", 1, 0, "tool")
+    writes: list[Write] = [
+        *_wave(3),
+        RecordWrite("feed", {"events": []}, '{"events":[]}'),
+        CheckpointWrite(4, b'{"i":4}', at_rest=True),
+        CheckpointWrite(5, None, cut=CheckpointCut('{"j":{"i":5}}', {}, "d" * 64, 7)),
+        CheckpointWrite(6, None, cut=CheckpointCut('{"j":{"i":6}}', {}, "d" * 64, 7), at_rest=True),
+        ResultWrite(key, {"Failed": {"cause": "Timeout", "detail": "late"}}, 9, 4),
+    ]
+    from plait.store.rows import write_row
+
+    rows = [write_row(write, encode) for write in writes]
+    return [(str(row[0]), row) for row in rows]
+
+
+def test_a_row_leaves_unset_every_column_its_item_never_sets() -> None:
+    """The INSERT writes the columns ``MAY_BE_SET`` leaves out as NULL literals, without
+    looking at the row: ``write_row`` must leave them None, in every form of every write."""
+    from plait.store.rows import MAY_BE_SET
+
+    for item, row in _rows_of_every_form():
+        assert len(row) == len(MAY_BE_SET[item])
+        unset = [i for i, may in enumerate(MAY_BE_SET[item]) if not may and row[i] is not None]
+        assert unset == [], (item, row)
+
+
+def test_each_write_sets_exactly_its_fields_and_stays_frozen() -> None:
+    """The writes' hand-written ``__init__`` (records.py) fill every field, nothing else,
+    in the order and with the defaults the dataclass declares; assignment still raises."""
+    import dataclasses
+    import inspect
+
+    for write in _wave(3):
+        cls = type(write)
+        names = [f.name for f in dataclasses.fields(cls)]
+        assert list(vars(write)) == names, cls
+        params = inspect.signature(cls.__init__).parameters
+        assert list(params)[1:] == names, cls
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                assert params[f.name].default == f.default, (cls, f.name)
+        assert dataclasses.replace(write) == write
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            write.key = None  # type: ignore[misc, union-attr]
+    assert list(vars(CheckpointWrite(1, b"{}"))) == [
+        f.name for f in dataclasses.fields(CheckpointWrite)
+    ]

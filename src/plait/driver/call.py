@@ -11,6 +11,8 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from plait.core.keys import JournalKey
+
 
 @dataclass(frozen=True)
 class CallInfo:
@@ -22,13 +24,23 @@ class CallInfo:
     idempotency_key: str
 
 
-_current: ContextVar[CallInfo | None] = ContextVar("plait_current_call", default=None)
+_current: ContextVar[tuple[JournalKey, str] | None] = ContextVar("plait_current_call", default=None)
+"""The effect's key and idempotency key: ``current_call`` builds its ``CallInfo`` only when
+a tool asks (most never do; a frozen dataclass costs about as much as the tool call's
+own bookkeeping, so it is not built for every call)."""
 
 
 def current_call() -> CallInfo | None:
     """The effect the calling tool is serving, or None outside a tool call."""
-    return _current.get()
+    serving = _current.get()
+    if serving is None:
+        return None
+    key, idempotency_key = serving
+    return CallInfo(
+        key.run_id, key.node, key.task_path, key.attempt, key.effect_seq, idempotency_key
+    )
 
 
-def set_current_call(info: CallInfo | None) -> None:
-    _current.set(info)
+def set_current_call(key: JournalKey | None, idempotency_key: str = "") -> None:
+    """The effect a tool called in this context serves (None: no effect)."""
+    _current.set(None if key is None else (key, idempotency_key))

@@ -43,7 +43,9 @@ def as_json_result(value: Any) -> EffectOutcome:
         text = dumps(value)
         size = len(text.encode("utf-8"))  # a lone surrogate has no canonical bytes
         if type(value) is dict and len(value) <= _FLAT_KEYS and _flat(value):
-            return Completed(dict(sorted(value.items())), size=size, text=text)
+            # key order: canonical (sorted); one key is in order already
+            flat = dict(value) if len(value) < 2 else {k: value[k] for k in sorted(value)}
+            return Completed(flat, size=size, text=text)
         return Completed(loads(text), size=size, text=text)
     except UnicodeEncodeError as exc:
         return Failed(
@@ -62,7 +64,10 @@ float is left to the parser: its text is what the value is)."""
 def _flat(value: dict[Any, Any]) -> bool:
     """Every key a str and every value a plain scalar (no subclass, no container)."""
     scalars = _SCALARS
-    return all(type(k) is str and type(v) in scalars for k, v in value.items())
+    for k, v in value.items():  # noqa: SIM110 (all() over a generator costs more here)
+        if type(k) is not str or type(v) not in scalars:
+            return False
+    return True
 
 
 async def call_python(
@@ -71,17 +76,21 @@ async def call_python(
     timeout_s: float | None,
     *,
     inline: bool = False,
+    is_async: bool | None = None,
 ) -> EffectOutcome:
     """Run a Python tool: async functions directly, sync ones in the thread pool.
 
     A sync tool that overruns ``timeout_s`` is recorded as Timeout; its thread
-    cannot be killed, so it runs on and its late result is discarded.
+    cannot be killed, so it runs on and its late result is discarded. ``is_async``:
+    whether ``fn`` is an ``async def``, if the caller knows (else it is asked here).
     """
+    if is_async is None:
+        is_async = inspect.iscoroutinefunction(fn)
     try:
-        if inline and timeout_s is None and not inspect.iscoroutinefunction(fn):
+        if inline and timeout_s is None and not is_async:
             # Alone in its wave: nothing runs beside it, so the thread hop buys nothing.
             return as_json_result(fn(**kwargs))
-        if inspect.iscoroutinefunction(fn):
+        if is_async:
             coro = fn(**kwargs)
         else:
             loop = asyncio.get_running_loop()

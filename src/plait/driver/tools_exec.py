@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from plait.core.events import Dispatch
 from plait.core.llm_loop import CALL_PREFIX
 from plait.core.outcomes import Completed, EffectOutcome, Failed
 from plait.core.parts import is_part
-from plait.driver.call import CallInfo, set_current_call
+from plait.driver.call import set_current_call
 from plait.driver.effects import call_command, call_python, failure_from_exception
 from plait.driver.parts_check import max_part_bytes, part_problem
 from plait.tools.mcp import McpPool, tool_node_arguments
@@ -41,6 +42,9 @@ class ToolRunner:
         self._base_dir = base_dir if base_dir is not None else Path.cwd()
         # Servers started at run start to list the catalogue are reused, not restarted.
         self._mcp: McpPool | None = mcp
+        # Whether each Python tool is an ``async def``: asked once per drive, not per call
+        # (``inspect.iscoroutinefunction`` costs about as much as binding the arguments).
+        self._is_async: dict[str, bool] = {}
 
     async def aclose(self) -> None:
         """Stop the MCP servers this runner started (the drive is over)."""
@@ -73,14 +77,14 @@ class ToolRunner:
             kwargs = _own_copy(bind_arguments(tool.callable, dispatch.input))
         except Exception as exc:
             return Failed("ExecutorError", f"{type(exc).__name__}: {exc}")
-        key = dispatch.key
         # Each dispatch runs in its own asyncio task, so this does not leak between calls.
-        set_current_call(
-            CallInfo(
-                key.run_id, key.node, key.task_path, key.attempt, key.effect_seq, idempotency_key
-            )
+        set_current_call(dispatch.key, idempotency_key)
+        is_async = self._is_async.get(name)
+        if is_async is None:
+            is_async = self._is_async[name] = inspect.iscoroutinefunction(tool.callable)
+        return await call_python(
+            tool.callable, kwargs, tool.timeout_s, inline=alone, is_async=is_async
         )
-        return await call_python(tool.callable, kwargs, tool.timeout_s, inline=alone)
 
     async def _call_mcp(self, tool: Any, dispatch: Dispatch, idempotency_key: str) -> EffectOutcome:
         """A model's call passes its arguments; a tool node the context keys the schema names."""
@@ -126,6 +130,8 @@ _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 def _own_copy(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The tool's own copy of its arguments: a tool mutating its input must not change
     the run. ``kwargs`` is a fresh dict; only values that can change need copying."""
-    if all(type(value) in _IMMUTABLE for value in kwargs.values()):
-        return kwargs
-    return copy.deepcopy(kwargs)
+    immutable = _IMMUTABLE
+    for value in kwargs.values():  # a plain loop: all() over a generator costs more here
+        if type(value) not in immutable:
+            return copy.deepcopy(kwargs)
+    return kwargs

@@ -136,6 +136,8 @@ SMALL_LIMIT = WHOLE_CHECKPOINT_LIMIT
 WHOLE_PREFIX = '{"j":'
 """How the row payload of a value kept whole starts (it ends with ``}``)."""
 
+_CONTAINERS = (dict, list)
+
 
 def whole_text(text: str) -> str:
     """The row payload of a value kept whole: its canonical text wrapped as ``{"j"}``."""
@@ -156,6 +158,15 @@ def encode_text(
     JSON data already; a dict with non-string keys has no canonical form and only the
     walk can tell (json would turn the keys into strings).
     """
+    if text is None and type(value) is dict and _flat_and_short(value):
+        try:
+            text = canonical_text(value)  # the walks below could only say "small"
+        except (ValueError, TypeError, RecursionError):
+            text = None  # the walk reports what is wrong
+        else:
+            if len(text) <= SMALL_LIMIT:
+                return whole_text(text), {}
+            text = None  # long keys: decided below as any other value
     if (
         text is None
         and type(value) in (dict, list)
@@ -166,7 +177,7 @@ def encode_text(
             text = canonical_text(value)
         except (ValueError, TypeError, RecursionError):
             text = None  # the walk reports what is wrong
-    if text is not None and len(text) <= SMALL_LIMIT and type(value) in (dict, list):
+    if text is not None and len(text) <= SMALL_LIMIT and type(value) in _CONTAINERS:
         return whole_text(text), {}
     cutter = _Cutter(known, memo, INLINE_LIMIT, PAGE_SIZE)
     return cutter.value(value), cutter.nodes
@@ -205,11 +216,18 @@ def collecting_encoder(
     the nodes it needs (and the store lacks) go into ``nodes`` for the same transaction."""
 
     def cut(value: JSON, given: str | Cut | None = None, /) -> str:
+        # The two cases of every wave's rows first, in a few steps each: a value the
+        # driver cut already with no new nodes (an intent's input, a result), and a small
+        # container whose canonical text it has (a feed; ``encode_text``'s fast path).
         if isinstance(given, Cut):
-            nodes.update((h, data) for h, data in given.nodes.items() if h not in known)
+            if given.nodes:
+                nodes.update((h, data) for h, data in given.nodes.items() if h not in known)
             return given.root
+        if type(given) is str and len(given) <= SMALL_LIMIT and type(value) in _CONTAINERS:
+            return WHOLE_PREFIX + given + "}"
         root, new = encode_text(value, known=known, memo=memo, text=given)
-        nodes.update(new)
+        if new:
+            nodes.update(new)
         return root
 
     return cut
@@ -395,6 +413,29 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is tuple and type(b) is tuple:
         return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
     return a is b
+
+
+_FLAT_KEYS = 16
+_SHORT_STR = 64
+_SHORT_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _flat_and_short(value: dict[Any, Any]) -> bool:
+    """At most 16 entries, each a scalar or a string of at most 64 characters: a value
+    ``_few_leaves`` surely passes (17 leaves, strings far below its bound), so whether it
+    is kept whole is only whether its canonical text fits (``maybe_small`` is a lower
+    bound of that length). Most intent inputs are such a context."""
+    if len(value) > _FLAT_KEYS:
+        return False
+    scalars = _SHORT_SCALARS
+    for v in value.values():  # a plain loop: all() over a generator costs more here
+        t = type(v)
+        if t is str:
+            if len(v) > _SHORT_STR:
+                return False
+        elif t not in scalars:
+            return False
+    return True
 
 
 def _few_leaves(v: Any, budget: int) -> bool:

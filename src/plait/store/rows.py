@@ -42,6 +42,15 @@ JOURNAL_COLUMNS = ("item", "journal_key", "executor", "record_kind", "superstep"
 
 Row = tuple[Any, ...]
 
+MAY_BE_SET: dict[str, tuple[bool, ...]] = {
+    "intent": (True, True, True, False, True, True, True, False, False, False, True),
+    "result": (True, True, False, False, False, True, False, True, False, False, True),
+    "checkpoint": (True, False, False, False, True, False, False, False, True, True, True),
+    "record": (True, False, False, True, False, False, False, False, False, False, True),
+}
+"""Per journal item, which JOURNAL_COLUMNS ``write_row`` may set: the others are always
+None (a store may write them as NULL literals without looking at the row)."""
+
 
 def run_row(info: RunInfo) -> Row:
     outcome = None if info.outcome is None else dumps(info.outcome)

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -516,7 +517,7 @@ class SqliteStore:
         """
         if "feed" in kinds:
             raise ValueError("records_after does not look up feed records (see Store)")
-        watch = (run_id, tuple(kinds))
+        watch = (run_id, kinds if type(kinds) is tuple else tuple(kinds))
         with self._lock:
             version = self._version(watch[1])
             known = self._nothing_after.get(watch)
@@ -541,12 +542,13 @@ class SqliteStore:
 
     def _version(self, kinds: tuple[str, ...]) -> tuple[int, ...]:
         """Changes as this connection can see them: other connections' commits (SQLite's
-        ``data_version``) and its own records of ``kinds``."""
+        ``data_version``) and its own records of ``kinds``. (Asked between every two
+        waves: the counts are looked up by ``map`` in C, not by a generator.)"""
         try:
             (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
         except sqlite3.Error as exc:
             raise self._storage_error(exc) from exc
-        return (int(data_version), *(self._records_written.get(kind, 0) for kind in kinds))
+        return (data_version, *map(self._records_written.get, kinds, repeat(0)))
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._lock, self._read() as conn:

@@ -10,9 +10,10 @@ the same INSERT as its own transaction, made only while a lease token holds the 
 from __future__ import annotations
 
 import sqlite3
+from operator import itemgetter
 from typing import Any
 
-from plait.store.rows import JOURNAL_COLUMNS, Row
+from plait.store.rows import JOURNAL_COLUMNS, MAY_BE_SET, Row
 
 _ROW_COLUMNS = ("run_id", "seq", *JOURNAL_COLUMNS)
 _INSERT_COLUMNS = ", ".join(_ROW_COLUMNS)
@@ -20,9 +21,20 @@ ROWS_PER_INSERT = 32
 """Rows per INSERT statement: a wave of many effects takes several."""
 _INSERT_SHAPES = 256
 """Statements remembered by shape (which columns of which row are set)."""
-_inserts: dict[tuple[tuple[bool, ...], ...], str] = {}
-"""INSERT statements by the shape of a batch: which columns of each row are set (see
-``insert_rows``)."""
+Shape = tuple[str | tuple[bool, ...], ...]
+"""A batch's shape, row by row: the journal item of a row whose NULL columns are known
+from its item alone (``rows.MAY_BE_SET``), else which of its columns are set."""
+_inserts: dict[Shape, str] = {}
+"""INSERT statements by the shape of a batch (see ``insert_rows``)."""
+_MASKS: dict[str, tuple[bool, ...]] = {
+    item: (True, True, *columns) for item, columns in MAY_BE_SET.items()
+}
+"""Per journal item, which row values (``run_id``, ``seq`` and the journal columns) are
+bound; the others are always None, written as NULL literals."""
+_BOUND = {
+    item: itemgetter(*[i for i, bound in enumerate(mask) if bound]) for item, mask in _MASKS.items()
+}
+"""Per journal item, the bound values of a row (picked in C, not by a Python loop)."""
 
 
 def insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
@@ -49,7 +61,7 @@ def insert_fenced(conn: sqlite3.Connection, rows: list[Row], run_id: str, token:
     """Insert ``rows`` (at most ``ROWS_PER_INSERT``) in one autocommitted statement if
     ``token`` holds the run's lease; the number of rows inserted (0: it does not)."""
     shape, values = _shape(rows)
-    key = (*shape, ())  # not a shape of ``insert_rows``: the fenced form of the same shape
+    key = (*shape, "fenced")  # not a shape of ``insert_rows``: the fenced form of the same shape
     sql = _inserts.get(key)
     if sql is None:
         sql = _remember(
@@ -63,19 +75,36 @@ def insert_fenced(conn: sqlite3.Connection, rows: list[Row], run_id: str, token:
     return int(conn.execute(sql, values).rowcount)
 
 
-def _shape(batch: list[Row]) -> tuple[tuple[tuple[bool, ...], ...], list[Any]]:
-    """Which columns of each row are set, and the values of those that are."""
-    shape = tuple([tuple([value is not None for value in row]) for row in batch])
-    return shape, [value for row in batch for value in row if value is not None]
+def _shape(batch: list[Row]) -> tuple[Shape, list[Any]]:
+    """The batch's shape and the values its statement binds.
+
+    A row's NULL columns follow from its item (``rows.MAY_BE_SET``): one of those columns
+    set anyway would be bound as None, which stores the same NULL, so the statement never
+    has to look at each value. A wave's rows have some 50 columns, and looking at each in
+    Python cost more than the INSERT's own binding."""
+    shape: list[str | tuple[bool, ...]] = []
+    values: list[Any] = []
+    bound = _BOUND
+    for row in batch:
+        item = row[2]
+        pick = bound.get(item)
+        if pick is None:  # not a journal item write_row makes: look at each value
+            shape.append(tuple([value is not None for value in row]))
+            values.extend([value for value in row if value is not None])
+        else:
+            shape.append(item)
+            values.extend(pick(row))
+    return tuple(shape), values
 
 
-def _values(shape: tuple[tuple[bool, ...], ...]) -> str:
+def _values(shape: Shape) -> str:
+    masks = [_MASKS[row] if type(row) is str else row for row in shape]
     return ", ".join(
-        "(" + ", ".join("?" if present else "NULL" for present in mask) + ")" for mask in shape
+        "(" + ", ".join("?" if present else "NULL" for present in mask) + ")" for mask in masks
     )
 
 
-def _remember(shape: tuple[tuple[bool, ...], ...], sql: str) -> str:
+def _remember(shape: Shape, sql: str) -> str:
     if len(_inserts) >= _INSERT_SHAPES:
         _inserts.clear()  # wave shapes seen long ago: rebuilt if they come back
     _inserts[shape] = sql

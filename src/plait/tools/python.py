@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import pydantic
 
@@ -253,19 +253,17 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
         raise ToolArgumentError(
             f"{sig.name}() takes an object of arguments, got {type(context).__name__}"
         )
-    missing = [p for p in sig.params if p in sig.required and p not in context]
-    if missing:
-        keys = sorted(context)
-        shown = ", ".join(keys[:20]) + (", …" if len(keys) > 20 else "")
-        raise ToolArgumentError(
-            f"{sig.name}() is missing required argument"
-            f"{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)}"
-            f" (context keys: {shown or 'none'})"
-        )
-    chosen = {p: context[p] for p in sig.params if p in context}
+    chosen: dict[str, Any] = {}
+    for p in sig.params:  # one pass: most contexts hold every parameter
+        if p in context:
+            chosen[p] = context[p]
+        elif p in sig.required:
+            _missing(sig, context)
     if sig.model is not None and chosen:
         try:
-            validated = sig.model.model_validate(chosen)
+            # What ``model_validate`` calls, without its Python wrapper (which only passes
+            # its unset options on as None): a tool call validates its arguments each time.
+            validated = sig.model.__pydantic_validator__.validate_python(chosen)
         except pydantic.ValidationError as exc:
             details = "; ".join(
                 f"{'.'.join(str(part) for part in err['loc']) or 'input'}: {err['msg']}"
@@ -277,6 +275,18 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
     if sig.var_keyword:
         chosen.update((k, v) for k, v in context.items() if k not in chosen)
     return chosen
+
+
+def _missing(sig: _Signature, context: Mapping[str, Any]) -> NoReturn:
+    """Raise ToolArgumentError naming the required parameters ``context`` lacks."""
+    missing = [p for p in sig.params if p in sig.required and p not in context]
+    keys = sorted(context)
+    shown = ", ".join(keys[:20]) + (", …" if len(keys) > 20 else "")
+    raise ToolArgumentError(
+        f"{sig.name}() is missing required argument"
+        f"{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)}"
+        f" (context keys: {shown or 'none'})"
+    )
 
 
 def input_schema(fn: Callable[..., Any]) -> dict[str, Any]:
