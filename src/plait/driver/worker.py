@@ -75,6 +75,7 @@ from plait.driver.defaults import lease_ttl
 from plait.driver.owner import owner_alive, this_process
 from plait.driver.runtime import Runtime
 from plait.driver.scheduling import fire_due
+from plait.driver.wakeup import Wakeup
 from plait.store.base import Listener, ScheduleStore, WorkStore
 from plait.store.records import LeaseOwner
 from plait.store.sqlite import SqliteStore
@@ -162,8 +163,8 @@ class Worker:
         self.report = WorkerReport(self.owner)
         self._log = log or (lambda line: None)
         self._drive_ended = drive_ended or (lambda run_id: None)
-        self._wakeup = threading.Event()
-        self._stopping = threading.Event()
+        self._wakeup = Wakeup()  # set by drives ending, the server and SIGTERM's handler
+        self._stopping = False
         self._closing = threading.Event()
         self._lock = threading.Lock()
         self._in_flight: dict[Future[Any], _Claim] = {}
@@ -177,10 +178,12 @@ class Worker:
     # --- control ---
 
     def stop(self) -> None:
-        """Stop claiming; ``run`` returns once the drives in flight have finished or parked."""
-        if not self._stopping.is_set():
+        """Stop claiming; ``run`` returns once the drives in flight have finished or parked.
+
+        Called from a signal handler, so it takes no lock (``wakeup.py`` says why)."""
+        if not self._stopping:
             self.report.stopped = "signal"
-        self._stopping.set()
+        self._stopping = True
         self._wakeup.set()
 
     def wake(self) -> None:
@@ -190,7 +193,7 @@ class Worker:
 
     @property
     def stopping(self) -> bool:
-        return self._stopping.is_set()
+        return self._stopping
 
     # --- the loop ---
 
@@ -210,7 +213,7 @@ class Worker:
             while True:
                 self._wakeup.clear()
                 self._reap()
-                if self._stopping.is_set():
+                if self._stopping:
                     if not self._in_flight:
                         break
                     claimed = []
@@ -252,6 +255,7 @@ class Worker:
                 listener.close()
             if self._strict is not None:
                 self._strict.close()
+            self._wakeup.close()  # the threads that set it are done; a late wake() is a no-op
         return self.report
 
     def _fire_schedules(self) -> None:
