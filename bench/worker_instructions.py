@@ -1,9 +1,9 @@
 """A worker's client cost per run on PostgreSQL, in instructions (callgrind) or a profile.
 
 bench/workers.py's three-step run: N runs queued (not counted, another process), then one
-process runs ``Worker(once=True)`` (one run in flight) under callgrind. The difference
-between N = SHORT and N = LONG, divided by LONG - SHORT, is what one more run costs the
-client, whatever the process's start-up and imports cost::
+process runs ``Worker(once=True)`` (``--concurrency`` runs in flight, 1 by default) under
+callgrind. The difference between N = SHORT and N = LONG, divided by LONG - SHORT, is what
+one more run costs the client, whatever the process's start-up and imports cost::
 
     .venv/bin/python bench/worker_instructions.py [--short 20] [--long 100]
     .venv/bin/python bench/worker_instructions.py --profile 200   # cProfile, top entries
@@ -31,7 +31,7 @@ def queue(url: str, runs: int, workdir: Path) -> None:
     bench.prepare("plait", url, runs, workdir)
 
 
-def drive(url: str, workdir: str, profile: bool) -> None:
+def drive(url: str, workdir: str, profile: bool, concurrency: int = 1) -> None:
     """One ``Worker(once=True)`` over the queued runs (the measured process)."""
     sys.path.insert(0, workdir)
     import benchtools  # noqa: F401
@@ -40,7 +40,7 @@ def drive(url: str, workdir: str, profile: bool) -> None:
     from plait.driver.worker import Worker
 
     with Runtime(url, principal="bench") as rt:
-        worker = Worker(rt, concurrency=1, once=True)
+        worker = Worker(rt, concurrency=concurrency, once=True)
         if not profile:
             report = worker.run()
         else:
@@ -66,7 +66,7 @@ def drive(url: str, workdir: str, profile: bool) -> None:
             raise RuntimeError(f"worker: {report.errors[:3]} {report.statuses}")
 
 
-def instructions(url: str, workdir: Path, runs: int) -> int:
+def instructions(url: str, workdir: Path, runs: int, concurrency: int) -> int:
     """Callgrind's instruction count of a process driving ``runs`` queued runs."""
     dbname, db = bench.create_database("wins")
     try:
@@ -74,6 +74,7 @@ def instructions(url: str, workdir: Path, runs: int) -> int:
         out = workdir / f"cg.{runs}"
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
         cmd += [sys.executable, __file__, "--child", db, "--workdir", str(workdir)]
+        cmd += ["--concurrency", str(concurrency)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-3000:])
@@ -90,11 +91,12 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=20)
     parser.add_argument("--long", type=int, default=100)
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=1, help="runs in flight")
     parser.add_argument("--child")
     parser.add_argument("--workdir")
     args = parser.parse_args()
     if args.child:
-        drive(args.child, args.workdir, profile=False)
+        drive(args.child, args.workdir, profile=False, concurrency=args.concurrency)
         return
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -108,8 +110,8 @@ def main() -> None:
             finally:
                 bench.drop_database(dbname)
             return
-        short = instructions(bench.ADMIN_URL, workdir, args.short)
-        long = instructions(bench.ADMIN_URL, workdir, args.long)
+        short = instructions(bench.ADMIN_URL, workdir, args.short, args.concurrency)
+        long = instructions(bench.ADMIN_URL, workdir, args.long, args.concurrency)
         per_run = (long - short) / (args.long - args.short)
         print(f"N={args.short}: {short:,}  N={args.long}: {long:,}")
         print(f"per run: {per_run / 1e6:.2f} M instructions")
