@@ -8,6 +8,7 @@ the token and usd reservation of one LLM turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +78,17 @@ def _arguments_validator(
 def make_env(
     definition: RunDefinition, budgets: Budgets | None = None, *, epoch: int = ENGINE_EPOCH
 ) -> StepEnv:
-    """The core's environment for ``definition``: the same one its pinned manifest gives."""
-    return env_from_manifest(definition.pinned, definition.tool_schemas, budgets, epoch=epoch)
+    """The core's environment for ``definition``: the same one its pinned manifest gives.
+
+    Built once per definition and epoch (``RunDefinition.envs``): a worker drives many
+    runs on one cached definition, and rebuilding the plan, executors and validators was
+    a good part of what a short run cost the client. ``budgets`` (a run's own ceilings)
+    replace the pinned ones in a copy."""
+    env = definition.envs.get(epoch)
+    if env is None:
+        env = env_from_manifest(definition.pinned, definition.tool_schemas, None, epoch=epoch)
+        definition.envs[epoch] = env
+    return env if budgets is None else replace(env, budgets=budgets)
 
 
 def env_from_manifest(

@@ -13,10 +13,11 @@
   mid-drive (or whose drive is refused) leaves a running run whose lease lapses (or was
   given up), and the next claim takes it over. A claimed run with nothing to drive (a
   finished run a cancel woke) gets its status back (``Runtime.resume``).
-- **Driving.** Each claimed run is driven in a thread of its own (its own event loop)
-  by ``Runtime.resume(run_id, token=..., manifest=...)`` (the manifest, read once, is
-  handed on; the runtime's ``Definitions`` loads each version of a run's file once, with
-  the model the run pinned): the drive writes under the claimed token, which every
+- **Driving.** Each claimed run is driven in a thread of its own (its own event loop,
+  kept for the thread's next drive: ``_DriveLoops``) by ``Runtime.resume(run_id,
+  token=..., manifest=...)`` (the manifest, read once, is handed on; the runtime's
+  ``Definitions`` loads each version of a run's file once, with the model the run
+  pinned, and builds its definition once): the drive writes under the claimed token, which every
   journal write checks in its own transaction (a worker whose lease was taken over stops
   with PLAIT-E021 and writes nothing), and releases the lease when the run finishes or
   parks. Threads keep one run's blocking tools from stalling the others.
@@ -130,6 +131,89 @@ class _Claim:
     token: int
 
 
+class _TrackedExecutor(ThreadPoolExecutor):
+    """asyncio's default executor as ``asyncio.run`` makes it, telling whether it was used."""
+
+    used = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.used = True
+        return super().submit(fn, *args, **kwargs)
+
+
+class _DriveLoops:
+    """One event loop per drive thread, kept from drive to drive: ``asyncio.run`` per drive
+    made (a selector, a wake-up socket pair) and closed one every time, a good part of
+    what a short run cost the worker's client.
+
+    Each drive ends as ``asyncio.run`` ends it: tasks it left are cancelled (their errors
+    reported to the loop's handler); and when it leaves what only closing the loop settles
+    (async generators not finished, or the default executor's threads: a sync tool that
+    ran there, say one that overran its timeout and still runs), the loop is closed exactly
+    as ``asyncio.run`` closes it, waiting for those threads, and the next drive gets a new
+    one. Each drive's task runs in a fresh copy of the thread's context, as before."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._loops: set[asyncio.AbstractEventLoop] = set()
+
+    def run(self, coro: Any) -> Any:
+        """``asyncio.run(coro)`` on this thread's loop."""
+        loop: asyncio.AbstractEventLoop | None = getattr(self._local, "loop", None)
+        if loop is None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)  # as asyncio.run does, for this thread
+            executor = _TrackedExecutor(thread_name_prefix="asyncio")  # made lazily before
+            loop.set_default_executor(executor)
+            self._local.loop, self._local.executor = loop, executor
+            with self._lock:
+                self._loops.add(loop)
+        try:
+            return loop.run_until_complete(coro)
+        finally:
+            _cancel_left_tasks(loop)
+            if self._local.executor.used or getattr(loop, "_asyncgens", True):
+                self._local.loop = None
+                with self._lock:
+                    self._loops.discard(loop)
+                try:
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                    loop.run_until_complete(loop.shutdown_default_executor())
+                finally:
+                    asyncio.set_event_loop(None)
+                    loop.close()
+
+    def close(self) -> None:
+        """Close the loops kept (their threads have ended: nothing runs on them)."""
+        with self._lock:
+            loops, self._loops = self._loops, set()
+        for loop in loops:
+            loop.close()
+
+
+def _cancel_left_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what a drive left running on ``loop`` and wait for it, as ``asyncio.run``
+    does at its end (an error other than the cancel goes to the loop's handler)."""
+    left = asyncio.all_tasks(loop)
+    if not left:
+        return
+    for task in left:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    for task in left:
+        if task.cancelled():
+            continue
+        if task.exception() is not None:
+            loop.call_exception_handler(
+                {
+                    "message": "unhandled exception during asyncio.run() shutdown",
+                    "exception": task.exception(),
+                    "task": task,
+                }
+            )
+
+
 class Worker:
     """Claims runnable runs of ``runtime``'s store and drives up to ``concurrency`` at once."""
 
@@ -174,6 +258,7 @@ class Worker:
         self._next_slot_ms: int | None = None  # the earliest next schedule slot seen
         self._schedules_at = -math.inf  # when (monotonic) schedules were last looked at
         self._strict: Runtime | None = None  # for runs whose file asks `durability: strict`
+        self._loops = _DriveLoops()  # each drive thread's event loop
 
     # --- control ---
 
@@ -242,6 +327,7 @@ class Worker:
                 )
         finally:
             pool.shutdown(wait=True)
+            self._loops.close()
             self._reap()
             self._closing.set()
             with self._lock:
@@ -364,7 +450,7 @@ class Worker:
             resume = runtime.resume(
                 claim.run_id, token=claim.token, manifest=manifest, top_level=True
             )
-            result = asyncio.run(resume)
+            result = self._loops.run(resume)
             return result.status, result.redelivered
         finally:
             if not resumed:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from plait.core.agents import AGENT_PREFIX
-from plait.core.env import Budgets
+from plait.core.canonical import dumps, loads
+from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
 from plait.tools.mcp import McpPool, fetch_catalogue
 from plait.tools.python import input_schema
@@ -52,6 +53,11 @@ class RunDefinition:
     """How many nodes and edges its plan has (what a fork onto it must match)."""
     workflow: Workflow = field(repr=False, compare=False)
     """The workflow it was built from: for this layer only (catalogue, child files)."""
+    envs: dict[int, StepEnv] = field(default_factory=dict, repr=False, compare=False)
+    """The core's environment its pin gives, by engine epoch, with its pinned budgets
+    (``driver.environment.make_env``): built on first use and shared by every drive on
+    this definition (a worker's runs of one file); a pure function of fields that never
+    change, so a cache, not state."""
 
     @property
     def model_spec(self) -> str:
@@ -119,6 +125,15 @@ def source_key(path: Path, base_dir: Path) -> str:
         return str(path)
 
 
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """What a loaded file's workflow pins (``to_manifest``) and its run definition."""
+
+    workflow: Workflow
+    pins: dict[str, Any]
+    definition: RunDefinition
+
+
 class Definitions:
     """Where the driver gets definitions it was not handed: a run's pinned one, a
     subgraph's child, a definition with what its MCP servers offer now.
@@ -133,6 +148,7 @@ class Definitions:
             {} if cache_files else None
         )
         self._lock = threading.Lock()
+        self._built: dict[int, _Built] = {}  # id(a cached file's Workflow) -> what it gives
 
     def pinned(self, manifest: dict[str, Any], workflow: Workflow | None = None) -> RunDefinition:
         """The run's definition: ``workflow`` (the caller's, checked against the pin:
@@ -144,6 +160,9 @@ class Definitions:
         try:
             if workflow is None and self._files is not None:
                 workflow = self._source_of(manifest)
+                built = self._built_from(workflow, manifest)
+                if built is not None:
+                    return built
             return definition_of(pinned_workflow(manifest, workflow))
         except PlaitError as exc:
             if given is not None or not manifest.get("source"):
@@ -165,6 +184,38 @@ class Definitions:
             return self.load_file(Path(source), pinned_model(manifest))
         except OSError:
             return None
+
+    def _built_from(
+        self, workflow: Workflow | None, manifest: dict[str, Any]
+    ) -> RunDefinition | None:
+        """The definition of a cached file's workflow when the run pinned exactly what it
+        pins (the same file version: a worker's runs of few files), built once per loaded
+        file; None otherwise (an older version, a cosmetic edit, an MCP catalogue), which
+        ``pinned`` checks and builds as always.
+
+        What is reused is immutable and addressed by content: the loaded file (its path,
+        mtime and size) and the manifest it pins, compared whole, so a run pinned to
+        another version never gets this one. Equal pins pass ``pinned_workflow``'s check
+        (``same_plan`` of equal definitions), and ``definition_of`` of the same workflow
+        gives the same definition: only the building is skipped."""
+        if workflow is None or manifest.get("mcp_catalogue"):
+            return None
+        with self._lock:
+            built = self._built.get(id(workflow))
+        if built is None or built.workflow is not workflow:
+            try:  # as a stored manifest reads back (lists, not tuples)
+                pins = loads(dumps(workflow.to_manifest()))
+                built = _Built(workflow, pins, definition_of(workflow))
+            except (PlaitError, ValueError):
+                return None  # ``pinned`` says what is wrong, as always
+            with self._lock:  # one entry per file still cached (``load_file`` evicts)
+                live = {id(w) for w in (self._files or {}).values()}
+                self._built = {k: v for k, v in self._built.items() if k in live}
+                if id(workflow) in live:
+                    self._built[id(workflow)] = built
+        if manifest["workflow"] != built.pins:
+            return None
+        return built.definition
 
     def load_file(self, path: Path, model: str | None = None) -> Workflow:
         """The workflow file as last loaded, unless it changed since (a schedule's file,
