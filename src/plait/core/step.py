@@ -290,14 +290,7 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
                 dispatched |= _dispatch_node(s, phase, node)
             if dispatched:
                 return True
-        tasks = send.queued(s)
-        if (
-            tasks
-            and exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open)
-            is None
-        ):
-            for path in tasks:
-                send.dispatch_task(s, phase, path)
+        if _dispatch_tasks(s, phase):
             return True
     only_asks = bool(phase.outstanding) and state.is_parked()
     settled = not phase.outstanding and (_ending(state) or not llm_loop.has_needs(s))
@@ -342,6 +335,20 @@ def _progress_idle(s: StepContext) -> bool:
     return True
 
 
+def _dispatch_tasks(s: StepContext, phase: OpenPhase) -> bool:
+    """Dispatch the queued Send tasks unless a budget is spent; whether any went out."""
+    tasks = send.queued(s)
+    if not tasks:
+        return False  # most supersteps: no budget to look at
+    state = s.state
+    spent_axis = exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open)
+    if spent_axis is not None:
+        return False
+    for path in tasks:
+        send.dispatch_task(s, phase, path)
+    return True
+
+
 def _open_superstep(s: StepContext) -> None:
     state = s.state
     state.superstep += 1
@@ -358,14 +365,7 @@ def _open_superstep(s: StepContext) -> None:
     for node, ns in enumerate(state.node_state):
         if ns == READY:
             _dispatch_node(s, phase, node)
-    tasks = send.queued(s)
-    if (
-        tasks
-        and exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open)
-        is None
-    ):
-        for path in tasks:
-            send.dispatch_task(s, phase, path)
+    _dispatch_tasks(s, phase)
 
 
 def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
