@@ -63,11 +63,12 @@ class RunInfo:
 
 # --- writes: what a driver hands to Store.commit, applied in order in one transaction ---
 #
-# A driver builds four of these every superstep. The ``__init__`` dataclass writes for a
-# frozen class sets each field through ``object.__setattr__`` (about 1.8k instructions a
-# field); the hand-written ones below fill the instance's ``__dict__`` in one call, which
-# halves that. They stay frozen (assignment still raises) and take the same arguments;
-# ``tests/store/test_sqlite_wave_commit.py`` checks each sets exactly its fields.
+# A driver builds four of these every superstep, and verify reads four journal records
+# (below) a superstep. The ``__init__`` dataclass writes for a frozen class sets each field
+# through ``object.__setattr__`` (about 1.8k instructions a field); the hand-written ones
+# of these eight classes fill the instance's ``__dict__`` in one call, which halves that.
+# They stay frozen (assignment still raises) and take the same arguments;
+# ``tests/store/test_rows_read.py`` checks each sets exactly its fields.
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,21 @@ class IntentRecord:
     idempotency_key: str
     input_text: str | None = field(default=None, repr=False, compare=False)
 
+    def __init__(
+        self,
+        seq: int,
+        key: JournalKey,
+        executor: str,
+        input: JSON,
+        superstep: int,
+        clock_ms: int,
+        idempotency_key: str,
+        input_text: str | None = None,
+    ) -> None:
+        self.__dict__.update(seq=seq, key=key, executor=executor, input=input,
+                             superstep=superstep, clock_ms=clock_ms,
+                             idempotency_key=idempotency_key, input_text=input_text)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ResultRecord:
@@ -223,6 +239,12 @@ class ResultRecord:
     outcome: JSON
     clock_ms: int
     journal_bytes: int
+
+    def __init__(
+        self, seq: int, key: JournalKey, outcome: JSON, clock_ms: int, journal_bytes: int
+    ) -> None:
+        self.__dict__.update(seq=seq, key=key, outcome=outcome, clock_ms=clock_ms,
+                             journal_bytes=journal_bytes)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -234,12 +256,18 @@ class CheckpointMeta:
     sha256: str
     size: int
 
+    def __init__(self, seq: int, superstep: int, sha256: str, size: int) -> None:
+        self.__dict__.update(seq=seq, superstep=superstep, sha256=sha256, size=size)
+
 
 @dataclass(frozen=True)
 class Record:
     seq: int
     kind: str
     body: JSON
+
+    def __init__(self, seq: int, kind: str, body: JSON) -> None:
+        self.__dict__.update(seq=seq, kind=kind, body=body)
 
 
 JournalItem: TypeAlias = IntentRecord | ResultRecord | Record | CheckpointMeta

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.keys import JournalKey
@@ -115,50 +115,19 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
         key = key_of(key_text)
         text = payload[5:-1] if payload.startswith('{"j":') else None  # chunks.whole_text
         journal.intents.append(
-            _built(
-                IntentRecord,
-                seq=seq,
-                key=key,
-                executor=executor,
-                input=decode(payload),
-                superstep=superstep,
-                clock_ms=clock_ms,
-                idempotency_key=idempotency_key,
-                input_text=text,
+            IntentRecord(
+                seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key, text
             )
         )
     elif item == "result":
         key = key_of(key_text)
-        journal.results[key] = _built(
-            ResultRecord,
-            seq=seq,
-            key=key,
-            outcome=decode(payload),
-            clock_ms=clock_ms,
-            journal_bytes=journal_bytes,
-        )
+        journal.results[key] = ResultRecord(seq, key, decode(payload), clock_ms, journal_bytes)
     elif item == "checkpoint":
-        journal.checkpoints.append(
-            _built(CheckpointMeta, seq=seq, superstep=superstep, sha256=sha, size=size)
-        )
+        journal.checkpoints.append(CheckpointMeta(seq, superstep, sha, size))
     elif item == "record":
-        journal.records.append(_built(Record, seq=seq, kind=record_kind, body=decode(payload)))
+        journal.records.append(Record(seq, record_kind, decode(payload)))
     else:
         raise ValueError(f"unknown journal item {item!r} at seq {seq}")
-
-
-_R = TypeVar("_R")
-_new = object.__new__
-
-
-def _built(cls: type[_R], **fields: Any) -> _R:
-    """A frozen journal record with every field given, made without its dataclass
-    ``__init__`` (which sets each field through ``object.__setattr__``, a call per field):
-    the same object at half the cost, for a journal read row by row (verify reads every
-    row of a run). Only for the read side's records, which have no ``__post_init__``."""
-    record: _R = _new(cls)
-    record.__dict__.update(fields)
-    return record
 
 
 @lru_cache(maxsize=4096)
