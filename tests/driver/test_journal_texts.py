@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,23 +111,28 @@ def test_a_tool_result_is_the_value_its_canonical_text_parses_to(value: dict[str
     assert outcome.result is not value
 
 
+def _done() -> dict[str, Any]:
+    return {}
+
+
+def _loop(step: Callable[[int], dict[str, Any]], bound: int) -> Workflow:
+    """``step -> step`` while ``i < bound``, then ``done``."""
+    return (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .node("done", tool=_done)
+        .edge("step", "step", when=f"i < {bound}", max_cycles=bound)
+        .edge("step", "done", when=f"i >= {bound}")
+    )
+
+
 def test_a_driven_run_stores_the_rows_the_encoder_would_write(tmp_path: Path) -> None:
     """The feed and result rows of a real run are the canonical texts of their values."""
 
     def step(i: int) -> dict[str, Any]:
         return {"i": i + 1, "tag": "n\u00e9"}
 
-    def done() -> dict[str, Any]:
-        return {}
-
-    flow = (
-        Workflow.new("loop")
-        .node("step", tool=step)
-        .node("done", tool=done)
-        .edge("step", "step", when="i < 3", max_cycles=3)
-        .edge("step", "done", when="i >= 3")
-        .budget(max_supersteps=10)
-    )
+    flow = _loop(step, 3).budget(max_supersteps=10)
     with Runtime(f"sqlite:///{tmp_path / 'a.db'}") as rt:
         assert rt.run_sync(flow, {"i": 0}).status == "completed"
     with sqlite3.connect(tmp_path / "a.db") as conn:
@@ -146,16 +152,7 @@ def test_a_journaled_intent_carries_its_rows_canonical_text(tmp_path: Path) -> N
     def step(i: int) -> dict[str, Any]:
         return {"i": i + 1, "z": [1, "\u00e9"]}
 
-    def done() -> dict[str, Any]:
-        return {}
-
-    flow = (
-        Workflow.new("loop")
-        .node("step", tool=step)
-        .node("done", tool=done)
-        .edge("step", "step", when="i < 2", max_cycles=2)
-        .edge("step", "done", when="i >= 2")
-    )
+    flow = _loop(step, 2)
     with Runtime(f"sqlite:///{tmp_path / 'a.db'}") as rt:
         run = rt.run_sync(flow, {"i": 0, "b": {"y": 1, "x": None}})
         intents = rt.store.load_journal(run.run_id).intents
