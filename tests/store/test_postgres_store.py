@@ -236,7 +236,7 @@ VALUE = {"t": TRICKY, "nul": "\u0000", "float": 1.0, "big": 2**70}  # JSON value
 
 
 def commit_batches(run_id: str, token: int | None) -> list[list[Write]]:
-    """Every kind of write, interleaved, with text that JSON and arrays must escape."""
+    """Every kind of write, interleaved, with text that array literals must quote or escape."""
 
     def k(node: str) -> JournalKey:
         return JournalKey(run_id, "", node + TRICKY, 1, 0, "tool")
@@ -256,7 +256,11 @@ def commit_batches(run_id: str, token: int | None) -> list[list[Write]]:
         ],
         [StatusWrite("completed", {"Completed": {}}, 9)],  # takes no seq
         [],
-        [RecordWrite("inbox", {"message": "hi"}), RecordWrite("cancel", VALUE)],
+        [
+            RecordWrite("inbox", {"message": "hi"}),
+            RecordWrite("cancel", VALUE),
+            RecordWrite("NULL", {"a,b": "{c}", "": ""}),  # a text an array literal must quote
+        ],
         [CheckpointWrite(2, dumpb({"scheduler": {"small": 1}, "decisions": {"superstep": 2}}))],
     ]
 
@@ -285,7 +289,7 @@ def test_commits_store_exactly_what_sqlite_stores(pg: PostgresStore, tmp_path: P
 
         assert seen(pg) == seen(sqlite)
         journal = pg.load_journal("r1")
-        assert [item.seq for item in journal.items()] == [1, 2, 3, 5, 6, 8, 9, 10, 11]
+        assert [item.seq for item in journal.items()] == [1, 2, 3, 5, 6, 8, 9, 10, 11, 12]
         assert pg.get_run("r1").status == "completed"
     finally:
         sqlite.close()

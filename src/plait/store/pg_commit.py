@@ -13,21 +13,24 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from plait.core.canonical import dumps
 from plait.store.rows import JOURNAL_COLUMNS, Row
 from plait.store.sql import LEASE_LIST
 
 _LEASE_COLUMNS = LEASE_LIST
 
 _INTEGER_COLUMNS = ("superstep", "clock_ms", "journal_bytes", "size")  # the rest are text
-_JOURNAL_RECORD = ", ".join(  # a journal row as ``commit_params`` sends it
-    ["pos bigint"]
-    + [f"{c} {'bigint' if c in _INTEGER_COLUMNS else 'text'}" for c in JOURNAL_COLUMNS]
-)
 _JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
+_JOURNAL_ROWS = (  # a batch's journal rows as ``commit_params`` sends them: a column each
+    "unnest("
+    + ", ".join(
+        f"%(j_{c})s::{'bigint' if c == 'pos' or c in _INTEGER_COLUMNS else 'text'}[]"
+        for c in _JOURNAL_KEYS
+    )
+    + f") AS w ({', '.join(_JOURNAL_KEYS)})"
+)
 # A whole commit in one statement, so one round trip and one implicit transaction
 # (autocommit): lock the run row, then (with a token) its lease row; if the token is the
 # lease's current one (or none was given), reserve the seqs the batch takes and apply the
@@ -36,9 +39,10 @@ _JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
 # cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
 # reserved. The answer says whether the run exists, the base (NULL: the token was not
 # current) and the lease as it was found, for PLAIT-E017/E021 without another query.
-# The rows travel as JSON (``commit_params``) and the scalars as text, typed by the casts
-# here, so the parameter types never depend on the write mix and the statement psycopg
-# prepares serves every commit (one more with node bytes, a binary bytea[]).
+# The rows travel as arrays, one per column (``commit_params``), and the scalars as text,
+# all typed by the casts here, so the parameter types never depend on the write mix and
+# the statement psycopg prepares serves every commit (one more with node bytes, a binary
+# bytea[]).
 COMMIT = (
     "WITH run AS MATERIALIZED ("
     "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
@@ -57,11 +61,11 @@ COMMIT = (
     " journal_rows AS ("
     f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
     f"  SELECT %(run_id)s, reserved.base + w.pos, {', '.join('w.' + c for c in JOURNAL_COLUMNS)}"
-    f"  FROM reserved CROSS JOIN json_to_recordset(%(journal)s::json) AS w ({_JOURNAL_RECORD})),"
+    f"  FROM reserved CROSS JOIN {_JOURNAL_ROWS}),"
     " manifest_rows AS ("
     "  INSERT INTO manifests (run_id, seq, payload)"
     "  SELECT %(run_id)s, reserved.base + m.pos, m.payload FROM reserved"
-    "  CROSS JOIN json_to_recordset(%(manifests)s::json) AS m (pos bigint, payload text)),"
+    "  CROSS JOIN unnest(%(m_pos)s::bigint[], %(m_payload)s::text[]) AS m (pos, payload)),"
     " node_rows AS ("
     "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
     "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
@@ -95,13 +99,16 @@ def commit_params(
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
     the one that counts (each sets the whole status, outcome and update time). Journal
-    rows and manifests go as one JSON array each (``json_to_recordset``), integers as
-    text and node bytes as a binary array, so the parameters' types do not depend on
-    the write mix and one prepared statement serves every commit. ``release``: the
-    lease (``token``) is given up in the same statement.
+    rows and manifests go as one array literal per column (``unnest``), integers as text
+    and node bytes as a binary array, so the parameters' types do not depend on the write
+    mix and one prepared statement serves every commit. Arrays rather than one JSON
+    document: the server reads an array literal once, where a ``json`` parameter is
+    parsed twice (checked on input, then read by ``json_to_recordset``), and building
+    the literals costs the client less than the JSON text. ``release``: the lease
+    (``token``) is given up in the same statement.
     """
-    journal: list[dict[str, Any]] = []
-    manifests: list[dict[str, Any]] = []
+    journal: list[Row] = []
+    manifests: list[Row] = []
     status: Row = (None, None, None)
     taken = 0
     for op in ops:
@@ -110,9 +117,9 @@ def commit_params(
             continue
         taken += 1
         if op[0] == "manifest":
-            manifests.append({"pos": taken, "payload": op[1]})
+            manifests.append((taken, op[1]))
         else:
-            journal.append(dict(zip(_JOURNAL_KEYS, (taken, *op), strict=True)))
+            journal.append((taken, *op))
     hashes = sorted(nodes)
     return {
         "run_id": run_id,
@@ -121,17 +128,34 @@ def commit_params(
         "status": status[0],
         "outcome": status[1],
         "updated_ms": None if status[2] is None else str(status[2]),
-        "journal": dumps(journal),
-        "manifests": dumps(manifests),
+        **_columns("j_", _JOURNAL_KEYS, journal),
+        **_columns("m_", ("pos", "payload"), manifests),
         # No nodes (most waves): a NULL array and an empty literal, nothing to adapt.
-        "hash": text_array(hashes),
+        "hash": array_literal(hashes),
         "data": [nodes[digest] for digest in hashes] if hashes else None,
         "release": "true" if release and token is not None else "false",
     }
 
 
-def text_array(items: Sequence[str]) -> str:
-    """``items`` as a PostgreSQL array literal, for a ``%s::text[]`` parameter: a string
-    costs the client less to send than a list, which psycopg adapts element by element."""
-    quoted = (item.replace("\\", "\\\\").replace('"', '\\"') for item in items)
-    return "{" + ",".join(f'"{item}"' for item in quoted) + "}"
+def _columns(prefix: str, names: Sequence[str], rows: list[Row]) -> dict[str, str]:
+    """``rows`` as one array literal per column, named ``prefix`` + the column's name."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    return {
+        prefix + name: array_literal(column) for name, column in zip(names, columns, strict=True)
+    }
+
+
+def array_literal(items: Iterable[str | int | None]) -> str:
+    """``items`` as a PostgreSQL array literal, for a ``%s::text[]`` or ``%s::bigint[]``
+    parameter: a string costs the client less to send than a list, which psycopg adapts
+    element by element. Texts are quoted (a backslash or double quote in them escaped),
+    so only an unquoted ``NULL`` is a null."""
+    return "{" + ",".join(map(_element, items)) + "}"
+
+
+def _element(item: str | int | None) -> str:
+    if item is None:
+        return "NULL"
+    if isinstance(item, int):
+        return str(item)
+    return '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -53,7 +53,7 @@ from plait.store.base import (
 )
 from plait.store.lease import LeaseClaim, may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher, NodeCache
-from plait.store.pg_commit import COMMIT, commit_params, text_array
+from plait.store.pg_commit import COMMIT, array_literal, commit_params
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
 from plait.store.pg_pool import Connection, Pool, PoolError
 from plait.store.postgres_schema import migrate
@@ -606,7 +606,7 @@ class PostgresStore:
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
         params = commit_params(run_id, token, ops, nodes, release)
-        params["watched"] = text_array(watched)
+        params["watched"] = array_literal(watched)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
