@@ -276,7 +276,9 @@ def test_a_commit_cut_short_is_e020_and_resume_learns_from_the_journal_what_happ
     tools = Counted()
     wf = tools.workflow()
     cuts = []
-    tools.on_second = lambda: cuts.append(proxy.cut_at(b'"item":"result"', forward=applied))
+    # A result's item, quoted as an element of the commit's ``item`` column (texts inside
+    # other elements have their quotes escaped).
+    tools.on_second = lambda: cuts.append(proxy.cut_at(b'"result"', forward=applied))
     rt = Runtime(proxy.url(postgres_url), principal="tester")
     try:
         with pytest.raises(PlaitError) as caught:
