@@ -1,4 +1,4 @@
-"""PostgreSQL's commit: a whole batch of journal writes in ONE statement (``COMMIT``).
+"""PostgreSQL's commit: a whole batch of journal writes in ONE statement (``COMMITS``).
 
 One statement is one round trip and one implicit transaction (autocommit): it locks the
 run row and, with a token, the lease row (``FOR UPDATE``), so the fencing token is
@@ -23,7 +23,7 @@ _LEASE_COLUMNS = LEASE_LIST
 
 _INTEGER_COLUMNS = ("superstep", "clock_ms", "journal_bytes", "size")  # the rest are text
 _JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
-_JOURNAL_ROWS = (  # a batch's journal rows as ``commit_params`` sends them: a column each
+_JOURNAL_ROWS = (  # a batch's journal rows as ``commit_query`` sends them: a column each
     "unnest("
     + ", ".join(
         f"%(j_{c})s::{'bigint' if c == 'pos' or c in _INTEGER_COLUMNS else 'text'}[]"
@@ -39,11 +39,12 @@ _JOURNAL_ROWS = (  # a batch's journal rows as ``commit_params`` sends them: a c
 # cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
 # reserved. The answer says whether the run exists, the base (NULL: the token was not
 # current) and the lease as it was found, for PLAIT-E017/E021 without another query.
-# The rows travel as arrays, one per column (``commit_params``), and the scalars as text,
-# all typed by the casts here, so the parameter types never depend on the write mix and
-# the statement psycopg prepares serves every commit (one more with node bytes, a binary
-# bytea[]).
-COMMIT = (
+# The rows travel as arrays, one per column (``commit_query``), and the scalars as text,
+# all typed by the casts here, so the parameter types never depend on the write mix. The
+# inserts of manifests and nodes are in the statement only when the batch has some
+# (``COMMITS``): most waves have neither, and each insert in a statement costs the server
+# its set-up (the table and its indexes opened, its plan nodes built) on every call.
+_COMMIT_HEAD = (
     "WITH run AS MATERIALIZED ("
     "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
     " lease AS MATERIALIZED ("
@@ -62,14 +63,20 @@ COMMIT = (
     f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
     f"  SELECT %(run_id)s, reserved.base + w.pos, {', '.join('w.' + c for c in JOURNAL_COLUMNS)}"
     f"  FROM reserved CROSS JOIN {_JOURNAL_ROWS}),"
+)
+_MANIFEST_ROWS = (
     " manifest_rows AS ("
     "  INSERT INTO manifests (run_id, seq, payload)"
     "  SELECT %(run_id)s, reserved.base + m.pos, m.payload FROM reserved"
     "  CROSS JOIN unnest(%(m_pos)s::bigint[], %(m_payload)s::text[]) AS m (pos, payload)),"
+)
+_NODE_ROWS = (
     " node_rows AS ("
     "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
     "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
+)
+_COMMIT_TAIL = (
     # The end of a drive gives the lease up with its last commit (``release``).
     " released AS ("
     "  UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
@@ -78,34 +85,49 @@ COMMIT = (
     " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
     # The last record of the kinds a driver polls for between waves (records_after), as
     # of this statement: the poll after the commit needs no round trip of its own. One
-    # backward step of the ``journal_records`` index per kind, however long the run.
-    "  (SELECT max(last.seq) FROM unnest(%(watched)s::text[]) AS k (kind)"
+    # backward step of the ``journal_records`` index per kind, however long the run. The
+    # kinds are read through a sub-select so that the planner estimates their number the
+    # same whether it knows the parameter or not: a plan made for the values at hand then
+    # costs no less than the generic one, which PostgreSQL keeps using for the prepared
+    # statement instead of planning every commit again (a plan costs more server time
+    # than the statement's execution).
+    "  (SELECT max(last.seq) FROM unnest((SELECT %(watched)s::text[])) AS k (kind)"
     "   CROSS JOIN LATERAL (SELECT seq FROM journal WHERE run_id = %(run_id)s"
     "   AND item = 'record' AND record_kind = k.kind ORDER BY seq DESC LIMIT 1) last),"
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
+COMMITS = {
+    (manifests, nodes): _COMMIT_HEAD
+    + (_MANIFEST_ROWS if manifests else "")
+    + (_NODE_ROWS if nodes else "")
+    + _COMMIT_TAIL
+    for manifests in (False, True)
+    for nodes in (False, True)
+}
+"""The commit statement for a batch (with manifests?, with nodes?): one text each, so
+psycopg prepares each once per connection and the server keeps its plan."""
 
 
-def commit_params(
+def commit_query(
     run_id: str,
     token: int | None,
     ops: Sequence[Row],
     nodes: dict[str, bytes],
     release: bool = False,
-) -> dict[str, Any]:
-    """The parameters of ``COMMIT`` for the rows ``write_row`` made, in write order.
+) -> tuple[str, dict[str, Any]]:
+    """The statement (``COMMITS``) and its parameters for the rows ``write_row`` made, in
+    write order.
 
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
     the one that counts (each sets the whole status, outcome and update time). Journal
     rows and manifests go as one array literal per column (``unnest``), integers as text
     and node bytes as a binary array, so the parameters' types do not depend on the write
-    mix and one prepared statement serves every commit. Arrays rather than one JSON
-    document: the server reads an array literal once, where a ``json`` parameter is
-    parsed twice (checked on input, then read by ``json_to_recordset``), and building
-    the literals costs the client less than the JSON text. ``release``: the lease
-    (``token``) is given up in the same statement.
+    mix. Arrays rather than one JSON document: the server reads an array literal once,
+    where a ``json`` parameter is parsed twice (checked on input, then read by
+    ``json_to_recordset``). ``release``: the lease (``token``) is given up in the same
+    statement.
     """
     journal: list[Row] = []
     manifests: list[Row] = []
@@ -120,8 +142,7 @@ def commit_params(
             manifests.append((taken, op[1]))
         else:
             journal.append((taken, *op))
-    hashes = sorted(nodes)
-    return {
+    params: dict[str, Any] = {
         "run_id": run_id,
         "token": None if token is None else str(token),
         "n": str(taken),
@@ -129,12 +150,15 @@ def commit_params(
         "outcome": status[1],
         "updated_ms": None if status[2] is None else str(status[2]),
         **_columns("j_", _JOURNAL_KEYS, journal),
-        **_columns("m_", ("pos", "payload"), manifests),
-        # No nodes (most waves): a NULL array and an empty literal, nothing to adapt.
-        "hash": array_literal(hashes),
-        "data": [nodes[digest] for digest in hashes] if hashes else None,
         "release": "true" if release and token is not None else "false",
     }
+    if manifests:
+        params.update(_columns("m_", ("pos", "payload"), manifests))
+    if nodes:
+        hashes = sorted(nodes)
+        params["hash"] = array_literal(hashes)
+        params["data"] = [nodes[digest] for digest in hashes]
+    return COMMITS[bool(manifests), bool(nodes)], params
 
 
 def _columns(prefix: str, names: Sequence[str], rows: list[Row]) -> dict[str, str]:
@@ -149,13 +173,19 @@ def array_literal(items: Iterable[str | int | None]) -> str:
     """``items`` as a PostgreSQL array literal, for a ``%s::text[]`` or ``%s::bigint[]``
     parameter: a string costs the client less to send than a list, which psycopg adapts
     element by element. Texts are quoted (a backslash or double quote in them escaped),
-    so only an unquoted ``NULL`` is a null."""
-    return "{" + ",".join(map(_element, items)) + "}"
-
-
-def _element(item: str | int | None) -> str:
-    if item is None:
-        return "NULL"
-    if isinstance(item, int):
-        return str(item)
-    return '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    so only an unquoted ``NULL`` is a null. One expression per element, no call: this
+    runs for every column of every commit."""
+    return (
+        "{"
+        + ",".join(
+            [
+                "NULL"
+                if item is None
+                else str(item)
+                if isinstance(item, int)
+                else '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                for item in items
+            ]
+        )
+        + "}"
+    )

@@ -53,7 +53,7 @@ from plait.store.base import (
 )
 from plait.store.lease import LeaseClaim, may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher, NodeCache
-from plait.store.pg_commit import COMMIT, array_literal, commit_params
+from plait.store.pg_commit import array_literal, commit_query
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
 from plait.store.pg_pool import Connection, Pool, PoolError
 from plait.store.postgres_schema import migrate
@@ -88,7 +88,7 @@ _INSERT_RUN = (
 )
 # A new run outside a conversation in one statement (``create_run``): its row (nothing
 # when the id is taken: the other inserts select from it), its manifest, the manifest's
-# nodes (in hash order, as ``pg_commit.COMMIT`` inserts them) and, asked for, its lease
+# nodes (in hash order, as ``pg_commit.COMMITS`` insert them) and, asked for, its lease
 # with token 1. A lease row already there fails the statement (``leases_pkey``).
 _CREATE_RUN = (
     "WITH new_run AS ("
@@ -599,19 +599,19 @@ class PostgresStore:
     def commit(
         self, run_id: str, token: int | None, writes: Sequence[Write], *, release: bool = False
     ) -> None:
-        """The batch in one statement (``pg_commit.COMMIT``): one round trip, one transaction
+        """The batch in one statement (``pg_commit.commit_query``): one round trip, one transaction
         (with ``release``, the lease is given up in it too)."""
         nodes: dict[str, bytes] = {}
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
-        params = commit_params(run_id, token, ops, nodes, release)
+        statement, params = commit_query(run_id, token, ops, nodes, release)
         params["watched"] = array_literal(watched)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
-                row = conn.execute(COMMIT, params).fetchone()
+                row = conn.execute(statement, params).fetchone()
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
