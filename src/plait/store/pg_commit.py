@@ -41,9 +41,10 @@ _JOURNAL_ROWS = (  # a batch's journal rows as ``commit_query`` sends them: a co
 # current) and the lease as it was found, for PLAIT-E017/E021 without another query.
 # The rows travel as arrays, one per column (``commit_query``), and the scalars as text,
 # all typed by the casts here, so the parameter types never depend on the write mix. The
-# inserts of manifests and nodes are in the statement only when the batch has some
-# (``COMMITS``): most waves have neither, and each insert in a statement costs the server
-# its set-up (the table and its indexes opened, its plan nodes built) on every call.
+# inserts of manifests and nodes, and the lease's release, are in the statement only when
+# the batch has some or gives the lease up (``COMMITS``): most waves do neither, and each
+# write in a statement costs the server its set-up (the table and its indexes opened,
+# its plan nodes built) on every call.
 _COMMIT_HEAD = (
     "WITH run AS MATERIALIZED ("
     "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
@@ -76,12 +77,14 @@ _NODE_ROWS = (
     "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
 )
-_COMMIT_TAIL = (
+_RELEASED = (
     # The end of a drive gives the lease up with its last commit (``release``).
     " released AS ("
     "  UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
-    "  WHERE %(release)s::boolean AND run_id = %(run_id)s AND token = %(token)s::bigint"
-    "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved))"
+    "  WHERE run_id = %(run_id)s AND token = %(token)s::bigint"
+    "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved)),"
+)
+_ANSWER = (
     " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
     # The last record of the kinds a driver polls for between waves (records_after), as
     # of this statement: the poll after the commit needs no round trip of its own. One
@@ -98,15 +101,20 @@ _COMMIT_TAIL = (
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
 COMMITS = {
-    (manifests, nodes): _COMMIT_HEAD
-    + (_MANIFEST_ROWS if manifests else "")
-    + (_NODE_ROWS if nodes else "")
-    + _COMMIT_TAIL
+    (manifests, nodes, release): (
+        _COMMIT_HEAD
+        + (_MANIFEST_ROWS if manifests else "")
+        + (_NODE_ROWS if nodes else "")
+        + (_RELEASED if release else "")
+    ).rstrip(",")
+    + _ANSWER
     for manifests in (False, True)
     for nodes in (False, True)
+    for release in (False, True)
 }
-"""The commit statement for a batch (with manifests?, with nodes?): one text each, so
-psycopg prepares each once per connection and the server keeps its plan."""
+"""The commit statement for a batch (with manifests?, with nodes?, giving the lease up?):
+one text each, so psycopg prepares each once per connection and the server keeps its
+plan."""
 
 
 def commit_query(
@@ -150,7 +158,6 @@ def commit_query(
         "outcome": status[1],
         "updated_ms": None if status[2] is None else str(status[2]),
         **_columns("j_", _JOURNAL_KEYS, journal),
-        "release": "true" if release and token is not None else "false",
     }
     if manifests:
         params.update(_columns("m_", ("pos", "payload"), manifests))
@@ -158,7 +165,7 @@ def commit_query(
         hashes = sorted(nodes)
         params["hash"] = array_literal(hashes)
         params["data"] = [nodes[digest] for digest in hashes]
-    return COMMITS[bool(manifests), bool(nodes)], params
+    return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
 
 
 def _columns(prefix: str, names: Sequence[str], rows: list[Row]) -> dict[str, str]:
