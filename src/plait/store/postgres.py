@@ -599,8 +599,8 @@ class PostgresStore:
     def commit(
         self, run_id: str, token: int | None, writes: Sequence[Write], *, release: bool = False
     ) -> None:
-        """The batch in one statement (``pg_commit.commit_query``): one round trip, one transaction
-        (with ``release``, the lease is given up in it too)."""
+        """The batch in one statement (``pg_commit.commit_query``): one round trip, one
+        transaction (with ``release``, the lease is given up in it too)."""
         nodes: dict[str, bytes] = {}
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
