@@ -59,8 +59,6 @@ DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _KEYS_PER_QUERY = 500
 """Keys looked up per statement (SQLite caps the parameters of one)."""
-_ROW_ITEMS = frozenset({"intent", "result", "checkpoint", "record"})
-"""Writes that are journal rows (not a status change or a manifest)."""
 
 _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
@@ -461,29 +459,23 @@ class SqliteStore:
         write that is not a journal row, a lease lost, or a seq taken meanwhile (a cancel
         or a steering message another process journaled, which the primary key refuses);
         the caller then commits in a transaction that reads the last seq and the lease."""
-        rows = []
-        seq = last
-        for op in ops:
-            if op[0] not in _ROW_ITEMS:
-                return False
-            seq += 1
-            rows.append((run_id, seq, *op))
-        if not rows or len(rows) > ROWS_PER_INSERT or self._conn.in_transaction:
+        if not ops or len(ops) > ROWS_PER_INSERT or self._conn.in_transaction:
             return False  # (a statement inside an open transaction would not commit alone)
         try:
-            inserted = insert_fenced(self._conn, rows, run_id, token)
+            inserted = insert_fenced(self._conn, run_id, last, ops, token)
         except sqlite3.IntegrityError:
             return False
         except sqlite3.Error as exc:
             self._rollback()
             raise self._storage_error(exc) from exc
-        if inserted != len(rows):  # the lease is not ours (any more): nothing was inserted
+        if inserted != len(ops):  # not journal rows only, or the lease is not ours (any more)
             return False
+        written = self._records_written
         for op in ops:
             if op[0] == "record":
                 kind = op[3]
-                self._records_written[kind] = self._records_written.get(kind, 0) + 1
-        self._last_seq[run_id] = seq
+                written[kind] = written.get(kind, 0) + 1
+        self._last_seq[run_id] = last + inserted
         if self._checkpointer is not None:
             self._checkpointer.committed()
         return True

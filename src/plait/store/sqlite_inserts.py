@@ -35,6 +35,11 @@ _BOUND = {
     item: itemgetter(*[i for i, bound in enumerate(mask) if bound]) for item, mask in _MASKS.items()
 }
 """Per journal item, the bound values of a row (picked in C, not by a Python loop)."""
+_PICK_OP = {
+    item: itemgetter(*[i - 2 for i, bound in enumerate(mask) if bound and i >= 2])
+    for item, mask in _MASKS.items()
+}
+"""Per journal item, the bound values of a ``write_row`` op (a row without run_id and seq)."""
 
 
 def insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
@@ -57,16 +62,33 @@ def insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
         conn.execute(sql, values)
 
 
-def insert_fenced(conn: sqlite3.Connection, rows: list[Row], run_id: str, token: int) -> int:
-    """Insert ``rows`` (at most ``ROWS_PER_INSERT``) in one autocommitted statement if
-    ``token`` holds the run's lease; the number of rows inserted (0: it does not)."""
-    shape, values = _shape(rows)
+def insert_fenced(
+    conn: sqlite3.Connection, run_id: str, last: int, ops: list[Row], token: int
+) -> int:
+    """Insert the journal rows of ``ops`` (``write_row``'s, at most ``ROWS_PER_INSERT``) at
+    the seqs after ``last`` in one autocommitted statement if ``token`` holds the run's
+    lease; the number of rows inserted (0: it does not, or an op is no journal row).
+
+    The row values are picked straight from each op (no row tuple is built first)."""
+    shape: list[str | tuple[bool, ...]] = []
+    values: list[Any] = []
+    seq = last
+    for op in ops:
+        item = op[0]
+        pick = _PICK_OP.get(item)
+        if pick is None:
+            return 0  # a status or a manifest: not a row of this statement
+        seq += 1
+        shape.append(item)
+        values.append(run_id)
+        values.append(seq)
+        values.extend(pick(op))
     key = (*shape, "fenced")  # not a shape of ``insert_rows``: the fenced form of the same shape
     sql = _inserts.get(key)
     if sql is None:
         sql = _remember(
             key,
-            f"INSERT INTO journal ({_INSERT_COLUMNS}) SELECT * FROM (VALUES {_values(shape)})"
+            f"INSERT INTO journal ({_INSERT_COLUMNS}) SELECT * FROM (VALUES {_values(key[:-1])})"
             " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND token = ?"
             " AND host IS NOT NULL)",
         )
