@@ -157,9 +157,13 @@ _FLOOR_ROWS = (
     " (?, ?, 'intent', ?, 'step', NULL, ?, ?, ?, NULL, NULL, NULL, ?)"
 )
 _FLOOR_INSERT = _FLOOR_COLUMNS + " VALUES" + _FLOOR_ROWS
-_FLOOR_FENCED = (
-    _FLOOR_COLUMNS + " SELECT * FROM (VALUES" + _FLOOR_ROWS + ")"
-    " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND token = ? AND host IS NOT NULL)"
+_FLOOR_FENCED = (  # as plait's: run id, last seq and token bound once (?1-?3)
+    _FLOOR_COLUMNS + " SELECT * FROM (VALUES"
+    " (?1, ?2 + 1, 'record', NULL, NULL, 'feed', NULL, NULL, NULL, NULL, NULL, NULL, ?4),"
+    " (?1, ?2 + 2, 'result', ?5, NULL, NULL, NULL, ?6, NULL, ?7, NULL, NULL, ?8),"
+    " (?1, ?2 + 3, 'checkpoint', NULL, NULL, NULL, ?9, NULL, NULL, NULL, ?10, ?11, ?12),"
+    " (?1, ?2 + 4, 'intent', ?13, 'step', NULL, ?14, ?15, ?16, NULL, NULL, NULL, ?17))"
+    " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ?1 AND token = ?3 AND host IS NOT NULL)"
 )
 
 
@@ -178,7 +182,8 @@ def floor_loop_once(n: int, fenced: bool = True) -> tuple[float, int]:
 
     ``fenced`` (the floor since issue #22's third round, as plait's SQLite store commits a
     wave while it holds the lease): the transaction is one autocommitted INSERT whose
-    WHERE reads the lease token, at the seqs after the last one it wrote; else
+    WHERE reads the lease token, at the seqs after the last one it wrote (since the fifth
+    round, as plait's, with the run id, that seq and the token bound once); else
     ``BEGIN IMMEDIATE``, a read of the token and the last seq, the INSERT and ``COMMIT``.
     """
     from plait.store import LeaseOwner, RunInfo
@@ -240,12 +245,10 @@ def floor_loop_once(n: int, fenced: bool = True) -> tuple[float, int]:
             if fenced and attempt > 1:  # the first wave reads the last seq, as plait's does
                 inserted = conn.execute(
                     _FLOOR_FENCED,
-                    (run, seq + 1, '{"j":' + feed + "}",
-                     run, seq + 2, key, now, len(result), '{"j":' + outcome + "}",
-                     run, seq + 3, attempt, sha, len(checkpoint),
-                     '{"j":' + checkpoint.decode() + "}",
-                     run, seq + 4, next_key, attempt + 1, now, idempotency,
-                     '{"j":' + next_input + "}", run, token),
+                    (run, seq, token, '{"j":' + feed + "}",
+                     key, now, len(result), '{"j":' + outcome + "}",
+                     attempt, sha, len(checkpoint), '{"j":' + checkpoint.decode() + "}",
+                     next_key, attempt + 1, now, idempotency, '{"j":' + next_input + "}"),
                 ).rowcount  # fmt: skip
                 assert inserted == 4  # the lease is held
                 seq += 4

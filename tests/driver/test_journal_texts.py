@@ -32,6 +32,7 @@ from plait.core.keys import JournalKey
 from plait.core.outcomes import Completed, Failed, Usage
 from plait.driver.effects import as_json_result
 from plait.driver.feeds import encode_events, feed_text, outcome_text
+from plait.store.rows import key_text
 
 KEY = JournalKey("run-1", "", "step", 3, 0, "tool")
 TASK = JournalKey("run-1", "/000001", 'wr\u00efter "q"', 1, 2, "llm")
@@ -59,6 +60,22 @@ TASK = JournalKey("run-1", "/000001", 'wr\u00efter "q"', 1, 2, "llm")
 def test_a_feed_written_piece_by_piece_is_its_canonical_text(events: list[Event]) -> None:
     encoded = encode_events(events)
     assert feed_text(events, encoded) == canonical_text({"events": encoded})
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        KEY,
+        TASK,
+        JournalKey("r\u00e9\ud800\x1f", "/a\\b", "n\u2028\t", 2**70, 0, "decide"),
+        JournalKey("run-1", "", "step", True, 0, "tool"),  # a bool is left to the encoder
+        JournalKey("run-1", None, "step", 1, 0, "tool"),  # type: ignore[arg-type]
+        JournalKey("run-1", "", "step", 1.5, 0, "tool"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_journal_key_written_field_by_field_is_its_canonical_text(key: JournalKey) -> None:
+    key_text.cache_clear()
+    assert key_text(key) == canonical_text(key.to_json())
 
 
 def test_a_feed_with_no_canonical_text_is_left_to_the_encoder() -> None:

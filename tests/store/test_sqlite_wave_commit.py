@@ -148,6 +148,47 @@ def test_an_intent_journaled_twice_is_still_refused_by_its_key(tmp_path: Path) -
         store.close()
 
 
+_EVERY_COLUMN = (
+    "SELECT *, typeof(seq), typeof(item), typeof(payload) FROM journal ORDER BY run_id, seq"
+)
+
+
+def test_a_fenced_wave_stores_the_rows_a_transaction_stores(tmp_path: Path) -> None:
+    """The fenced INSERT writes the run id, the seqs and the items once (its own form of
+    the statement): every column of every row is what the transaction's INSERT writes."""
+    from plait.core.merkle import CheckpointCut
+
+    key = JournalKey(RUN, "", "step", 9, 0, "tool")
+    waves: list[list[Write]] = [
+        _wave(2),
+        [
+            RecordWrite("feed", {"events": []}, '{"events":[]}'),
+            CheckpointWrite(4, b'{"i":4}', at_rest=True),
+            CheckpointWrite(5, None, cut=CheckpointCut('{"j":{"i":5}}', {}, "d" * 64, 7)),
+            ResultWrite(key, {"Failed": {"cause": "Timeout", "detail": "late"}}, 9, 4),
+            RecordWrite("envelope", {"asks": []}),
+        ],
+        _wave(3),
+    ]
+    journals = []
+    for name, fenced in (("fenced.db", True), ("transaction.db", False)):
+        store, token = _leased(tmp_path / name)
+        try:
+            statements: list[str] = []
+            store._conn.set_trace_callback(statements.append)
+            for wave in waves:
+                if not fenced:
+                    store._last_seq.clear()  # the commit reads the last seq: a transaction
+                store.commit(RUN, token, wave)
+            store._conn.set_trace_callback(None)
+            assert ("BEGIN IMMEDIATE" in statements) is not fenced
+            journals.append(store._conn.execute(_EVERY_COLUMN).fetchall())
+        finally:
+            store.close()
+    assert journals[0] == journals[1]
+    assert len(journals[0]) == 4 + 4 + 5 + 4
+
+
 def _rows_of_every_form() -> list[tuple[str, tuple[object, ...]]]:
     """``write_row`` of each journal write, in each form it takes."""
     from plait.core.merkle import CheckpointCut

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import pydantic
 import pytest
 from pydantic import BaseModel
 
@@ -81,6 +82,45 @@ def test_values_are_validated_against_annotations():
 
     with pytest.raises(ToolArgumentError, match="amount: Input should be a valid integer"):
         bind_arguments(refund, {"amount": "lots"})
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"count": 3, "name": "a", "flag": True, "ratio": 0.5, "anything": {"x": [1]}, "bare": 1},
+        {"count": True, "name": "a", "flag": False, "ratio": 2, "anything": None, "bare": "b"},
+        {"count": 3, "name": _Text("sub"), "flag": 1, "ratio": 1.0, "anything": [], "bare": []},
+        {"count": "7", "name": "a", "flag": "yes", "ratio": "1.5", "anything": 1, "bare": 2.5},
+    ],
+)
+def test_arguments_bound_without_validation_are_those_validation_gives(context):
+    """Plain values of a parameter's exact type skip pydantic (bind_arguments' fast path);
+    what the tool receives is what validating them gives, value and type alike, and any
+    other value is still validated (a bool for an int, an int for a float, a str subclass)."""
+
+    def tool(count: int, name: str, flag: bool, ratio: float, anything: Any, bare) -> dict:  # type: ignore[no-untyped-def]
+        return {}
+
+    validated = pydantic.create_model(
+        "tool",
+        count=(int, ...),
+        name=(str, ...),
+        flag=(bool, ...),
+        ratio=(float, ...),
+        anything=(Any, ...),
+        bare=(Any, ...),
+    ).model_validate(context)
+    bound = bind_arguments(tool, context)
+
+    assert bound == {name: getattr(validated, name) for name in context}
+    assert [type(value) for value in bound.values()] == [
+        type(getattr(validated, name)) for name in context
+    ]
+    assert bound["anything"] is context["anything"]
 
 
 def test_a_parameter_typed_as_a_model_receives_the_model():

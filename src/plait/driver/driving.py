@@ -232,13 +232,17 @@ async def drive_run(host: Host, runs: Runs, request: Drive) -> RunResult:
 def poller(host: Host, run_id: str, existing: Journal | None) -> Callable[[], list[Event]]:
     """Between waves: cancels and steering messages journaled since the drive began."""
     items = existing.items() if existing else []
-    seen = {"after": max((item.seq for item in items), default=0)}
+    after = max((item.seq for item in items), default=0)
+    records_after = host.store.records_after
 
     def poll() -> list[Event]:
-        found = host.store.records_after(run_id, seen["after"], POLLED_KINDS)
+        nonlocal after
+        found = records_after(run_id, after, POLLED_KINDS)
+        if not found:
+            return []  # every wave of most runs
         events: list[Event] = []
         for record in found:
-            seen["after"] = record.seq
+            after = record.seq
             if record.kind == "cancel":
                 events.append(CancelSeen(record.body["by"], record.body["reason"]))
             else:

@@ -75,10 +75,10 @@ async def call_python(
     kwargs: dict[str, Any],
     timeout_s: float | None,
     *,
-    inline: bool = False,
     is_async: bool | None = None,
 ) -> EffectOutcome:
-    """Run a Python tool: async functions directly, sync ones in the thread pool.
+    """Run a Python tool: async functions directly, sync ones in the thread pool (one
+    alone in its wave with no ``timeout_s`` is the caller's to run with ``call_inline``).
 
     A sync tool that overruns ``timeout_s`` is recorded as Timeout; its thread
     cannot be killed, so it runs on and its late result is discarded. ``is_async``:
@@ -87,9 +87,6 @@ async def call_python(
     if is_async is None:
         is_async = inspect.iscoroutinefunction(fn)
     try:
-        if inline and timeout_s is None and not is_async:
-            # Alone in its wave: nothing runs beside it, so the thread hop buys nothing.
-            return as_json_result(fn(**kwargs))
         if is_async:
             coro = fn(**kwargs)
         else:
@@ -110,6 +107,16 @@ async def call_python(
     except (Exception, SystemExit) as exc:  # a tool calling sys.exit() fails, not the driver
         return failure_from_exception(exc)
     return as_json_result(value)
+
+
+def call_inline(fn: Callable[..., Any], kwargs: dict[str, Any]) -> EffectOutcome:
+    """Run a sync Python tool on this thread: for one alone in its wave with no
+    ``timeout_s``, where nothing runs beside it, so the thread hop buys nothing (and no
+    coroutine is built around the call)."""
+    try:
+        return as_json_result(fn(**kwargs))
+    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() fails, not the driver
+        return failure_from_exception(exc)
 
 
 async def call_command(

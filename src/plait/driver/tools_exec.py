@@ -21,7 +21,7 @@ from plait.core.llm_loop import CALL_PREFIX
 from plait.core.outcomes import Completed, EffectOutcome, Failed
 from plait.core.parts import is_part
 from plait.driver.call import set_current_call
-from plait.driver.effects import call_command, call_python, failure_from_exception
+from plait.driver.effects import call_command, call_inline, call_python, failure_from_exception
 from plait.driver.parts_check import max_part_bytes, part_problem
 from plait.tools.mcp import McpPool, tool_node_arguments
 from plait.tools.python import bind_arguments
@@ -82,9 +82,9 @@ class ToolRunner:
         is_async = self._is_async.get(name)
         if is_async is None:
             is_async = self._is_async[name] = inspect.iscoroutinefunction(tool.callable)
-        return await call_python(
-            tool.callable, kwargs, tool.timeout_s, inline=alone, is_async=is_async
-        )
+        if alone and not is_async and tool.timeout_s is None:
+            return call_inline(tool.callable, kwargs)
+        return await call_python(tool.callable, kwargs, tool.timeout_s, is_async=is_async)
 
     async def _call_mcp(self, tool: Any, dispatch: Dispatch, idempotency_key: str) -> EffectOutcome:
         """A model's call passes its arguments; a tool node the context keys the schema names."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from json.encoder import encode_basestring as _quote
 from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
@@ -140,5 +141,20 @@ def key_of(text: str) -> JournalKey:
 @lru_cache(maxsize=4096)
 def key_text(key: JournalKey) -> str:
     """A key's ``journal_key`` column text; remembered, as an intent and its result write
-    the same key."""
+    the same key.
+
+    Written field by field in the canonical encoder's key order, with its own string
+    form (``encode_basestring``) and an ``int``'s own text: a new key each superstep, and
+    this costs a fraction of building ``to_json()``'s dict and encoding it. A field of any
+    other type (a bool, a non-string) is left to the encoder, which says what it is."""
+    run_id, task_path, node, attempt, effect_seq, kind = key
+    if type(attempt) is int and type(effect_seq) is int:
+        try:
+            return (
+                f'{{"attempt":{attempt},"effect_seq":{effect_seq},"kind":{_quote(kind)},'
+                f'"node":{_quote(node)},"run_id":{_quote(run_id)},'
+                f'"task_path":{_quote(task_path)}}}'
+            )
+        except TypeError:
+            pass  # a field that is not a string
     return dumps(key.to_json())

@@ -59,8 +59,6 @@ DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 _RUN_COLUMNS = ", ".join(RUN_COLUMNS)
 _KEYS_PER_QUERY = 500
 """Keys looked up per statement (SQLite caps the parameters of one)."""
-_ROW_ITEMS = frozenset({"intent", "result", "checkpoint", "record"})
-"""Writes that are journal rows (not a status change or a manifest)."""
 
 _RUN_AND_LEASE = (
     "SELECT (SELECT MAX(seq) FROM journal WHERE run_id = :run),"
@@ -93,7 +91,7 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._nodes = sql.KnownNodes()
         # records_after between waves: (run, kinds) -> (version, seq) after which nothing
-        # of those kinds existed when the database was at that version (see _version).
+        # of those kinds existed when the database was at that version (see records_after).
         self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
         self._records_written: dict[str, int] = {}
         # The last seq this store committed for a run under a lease: a wave's commit then
@@ -461,29 +459,23 @@ class SqliteStore:
         write that is not a journal row, a lease lost, or a seq taken meanwhile (a cancel
         or a steering message another process journaled, which the primary key refuses);
         the caller then commits in a transaction that reads the last seq and the lease."""
-        rows = []
-        seq = last
-        for op in ops:
-            if op[0] not in _ROW_ITEMS:
-                return False
-            seq += 1
-            rows.append((run_id, seq, *op))
-        if not rows or len(rows) > ROWS_PER_INSERT or self._conn.in_transaction:
+        if not ops or len(ops) > ROWS_PER_INSERT or self._conn.in_transaction:
             return False  # (a statement inside an open transaction would not commit alone)
         try:
-            inserted = insert_fenced(self._conn, rows, run_id, token)
+            inserted = insert_fenced(self._conn, run_id, last, ops, token)
         except sqlite3.IntegrityError:
             return False
         except sqlite3.Error as exc:
             self._rollback()
             raise self._storage_error(exc) from exc
-        if inserted != len(rows):  # the lease is not ours (any more): nothing was inserted
+        if inserted != len(ops):  # not journal rows only, or the lease is not ours (any more)
             return False
+        written = self._records_written
         for op in ops:
             if op[0] == "record":
                 kind = op[3]
-                self._records_written[kind] = self._records_written.get(kind, 0) + 1
-        self._last_seq[run_id] = seq
+                written[kind] = written.get(kind, 0) + 1
+        self._last_seq[run_id] = last + inserted
         if self._checkpointer is not None:
             self._checkpointer.committed()
         return True
@@ -511,18 +503,23 @@ class SqliteStore:
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
         """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
 
-        Usually nothing came: when no other connection committed and this one wrote no
-        record of these kinds since a query found none past ``after_seq``, the answer is
-        known without reading the journal.
+        Usually nothing came: when no other connection committed (SQLite's
+        ``data_version``, asked between every two waves on a kept cursor) and this one wrote
+        no record of these kinds (counted by ``map`` in C) since a query found none past
+        ``after_seq``, the answer is known without reading the journal.
         """
-        if "feed" in kinds:
-            raise ValueError("records_after does not look up feed records (see Store)")
         watch = (run_id, kinds if type(kinds) is tuple else tuple(kinds))
         with self._lock:
-            version = self._version(watch[1])
+            try:
+                (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
+            except sqlite3.Error as exc:
+                raise self._storage_error(exc) from exc
+            version = (data_version, *map(self._records_written.get, watch[1], repeat(0)))
             known = self._nothing_after.get(watch)
             if known is not None and known[0] == version and after_seq >= known[1]:
-                return []
+                return []  # (never a watch of feeds: those raise below and are not kept)
+            if "feed" in kinds:
+                raise ValueError("records_after does not look up feed records (see Store)")
             marks = ", ".join("?" for _ in kinds)
             with self._read() as conn:
                 rows = conn.execute(
@@ -539,16 +536,6 @@ class SqliteStore:
                 self._nothing_after.clear()  # runs no longer driven here: nothing is held per run
             self._nothing_after[watch] = (version, last)
             return found
-
-    def _version(self, kinds: tuple[str, ...]) -> tuple[int, ...]:
-        """Changes as this connection can see them: other connections' commits (SQLite's
-        ``data_version``) and its own records of ``kinds``. (Asked between every two
-        waves: the counts are looked up by ``map`` in C, not by a generator.)"""
-        try:
-            (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
-        except sqlite3.Error as exc:
-            raise self._storage_error(exc) from exc
-        return (data_version, *map(self._records_written.get, kinds, repeat(0)))
 
     def read_checkpoint(self, run_id: str, seq: int) -> bytes:
         with self._lock, self._read() as conn:

@@ -3,8 +3,8 @@
 A wave's rows have the same shape (which columns are set) from one superstep to the next,
 so each shape's statement is built once and reused, unset columns written as NULL literals
 instead of bound (``sqlite3`` binds a None through its adapter lookup). ``insert_fenced`` is
-the same INSERT as its own transaction, made only while a lease token holds the run
-(``SqliteStore._commit_fenced``).
+the same rows' INSERT as its own transaction, made only while a lease token holds the run
+(``SqliteStore._commit_fenced``), with the run id, the seqs and the items written once.
 """
 
 from __future__ import annotations
@@ -35,6 +35,13 @@ _BOUND = {
     item: itemgetter(*[i for i, bound in enumerate(mask) if bound]) for item, mask in _MASKS.items()
 }
 """Per journal item, the bound values of a row (picked in C, not by a Python loop)."""
+_PICK_OP = {
+    item: itemgetter(*[i for i, bound in enumerate(columns) if bound and i > 0])
+    for item, columns in MAY_BE_SET.items()
+}
+"""Per journal item, the values a ``write_row`` op binds (its item is a literal)."""
+_fenced: dict[tuple[str, ...], str] = {}
+"""``insert_fenced``'s statements by the items of a batch."""
 
 
 def insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
@@ -57,22 +64,55 @@ def insert_rows(conn: sqlite3.Connection, rows: list[Row]) -> None:
         conn.execute(sql, values)
 
 
-def insert_fenced(conn: sqlite3.Connection, rows: list[Row], run_id: str, token: int) -> int:
-    """Insert ``rows`` (at most ``ROWS_PER_INSERT``) in one autocommitted statement if
-    ``token`` holds the run's lease; the number of rows inserted (0: it does not)."""
-    shape, values = _shape(rows)
-    key = (*shape, "fenced")  # not a shape of ``insert_rows``: the fenced form of the same shape
-    sql = _inserts.get(key)
-    if sql is None:
-        sql = _remember(
-            key,
-            f"INSERT INTO journal ({_INSERT_COLUMNS}) SELECT * FROM (VALUES {_values(shape)})"
-            " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ? AND token = ?"
-            " AND host IS NOT NULL)",
-        )
-    values.append(run_id)
-    values.append(token)
+def insert_fenced(
+    conn: sqlite3.Connection, run_id: str, last: int, ops: list[Row], token: int
+) -> int:
+    """Insert the journal rows of ``ops`` (``write_row``'s, at most ``ROWS_PER_INSERT``) at
+    the seqs after ``last`` in one autocommitted statement if ``token`` holds the run's
+    lease; the number of rows inserted (0: it does not, or an op is no journal row).
+
+    The statement of a batch's shape (its items, in order) binds the run id, ``last`` and
+    the token once (numbered parameters ``?1``-``?3``; the n-th row's seq is ``?2 + n``)
+    and writes each row's item as a literal, so per row only what its op sets is picked
+    and bound: picking and binding a run id, a seq and an item for every row cost about
+    as much Python as the statement's own binding."""
+    shape: list[str] = []
+    values: list[Any] = [run_id, last, token]
+    for op in ops:
+        item = op[0]
+        pick = _PICK_OP.get(item)
+        if pick is None:
+            return 0  # a status or a manifest: not a row of this statement
+        shape.append(item)
+        values += pick(op)
+    key = tuple(shape)
+    fenced = _fenced.get(key)
+    sql = _fenced_statement(key) if fenced is None else fenced
     return int(conn.execute(sql, values).rowcount)
+
+
+def _fenced_statement(shape: tuple[str, ...]) -> str:
+    """``insert_fenced``'s statement for ``shape``, remembered."""
+    rows: list[str] = []
+    bound = 3
+    for n, item in enumerate(shape):
+        columns = ["?1", f"?2 + {n + 1}", f"'{item}'"]
+        for present in MAY_BE_SET[item][1:]:
+            if present:
+                bound += 1
+                columns.append(f"?{bound}")
+            else:
+                columns.append("NULL")
+        rows.append("(" + ", ".join(columns) + ")")
+    sql = (
+        f"INSERT INTO journal ({_INSERT_COLUMNS}) SELECT * FROM (VALUES {', '.join(rows)})"
+        " WHERE EXISTS (SELECT 1 FROM leases WHERE run_id = ?1 AND token = ?3"
+        " AND host IS NOT NULL)"
+    )
+    if len(_fenced) >= _INSERT_SHAPES:
+        _fenced.clear()  # wave shapes seen long ago: rebuilt if they come back
+    _fenced[shape] = sql
+    return sql
 
 
 def _shape(batch: list[Row]) -> tuple[Shape, list[Any]]:

@@ -56,6 +56,27 @@ class _Signature:
     whole_context: str | None
     var_keyword: bool
     model: type[pydantic.BaseModel] | None
+    as_is: dict[str, type]
+    """Parameters whose validation returns a value of the type given here unchanged (a
+    plain ``int``, ``str``, ``bool`` or ``float``; ``object``: any value, for ``Any`` or
+    no annotation): when every argument is such a value, ``model`` need not be run."""
+
+
+_AS_IS = (int, str, bool, float)
+"""Annotations pydantic returns a value of exactly that type for unchanged (a subclass, a
+bool for an int or an int for a float is converted, so those are validated)."""
+
+
+def _as_is(params: list[inspect.Parameter]) -> dict[str, type]:
+    """``_Signature.as_is`` of ``params``."""
+    found: dict[str, type] = {}
+    for p in params:
+        annotation = p.annotation
+        if annotation is inspect.Parameter.empty or annotation is Any:
+            found[p.name] = object
+        elif annotation in _AS_IS:
+            found[p.name] = annotation
+    return found
 
 
 _signatures: weakref.WeakKeyDictionary[Any, _Signature] = weakref.WeakKeyDictionary()
@@ -187,6 +208,7 @@ def _read_signature(fn: Callable[..., Any]) -> _Signature:
         whole_context=whole,
         var_keyword=var_keyword,
         model=None if whole else _arguments_model(name, named),
+        as_is=_as_is(named),
     )
 
 
@@ -259,7 +281,7 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
             chosen[p] = context[p]
         elif p in sig.required:
             _missing(sig, context)
-    if sig.model is not None and chosen:
+    if sig.model is not None and chosen and not _valid_as_is(sig.as_is, chosen):
         try:
             # What ``model_validate`` calls, without its Python wrapper (which only passes
             # its unset options on as None): a tool call validates its arguments each time.
@@ -275,6 +297,17 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
     if sig.var_keyword:
         chosen.update((k, v) for k, v in context.items() if k not in chosen)
     return chosen
+
+
+def _valid_as_is(as_is: dict[str, type], chosen: dict[str, Any]) -> bool:
+    """Every argument is a value its parameter's validation returns unchanged
+    (``_Signature.as_is``): validating them would cost more than the tool call itself (a
+    loop's counter) and could only give the same arguments back."""
+    for p, value in chosen.items():  # a plain loop: all() over a generator costs more here
+        wanted = as_is.get(p)
+        if wanted is None or (wanted is not object and type(value) is not wanted):
+            return False
+    return True
 
 
 def _missing(sig: _Signature, context: Mapping[str, Any]) -> NoReturn:
