@@ -31,9 +31,10 @@ Dec = Callable[[JSON], Any]
 class ValueCodec:
     """How one value becomes JSON and back; None means "as it is" (no call at all).
 
-    ``skip`` names values written as they are without calling ``enc`` (``"none"``: None;
-    ``"empty"``: an empty container): a record's compiled encoder tests them inline, so
-    the common case (no cancel, no pending asks) costs no call.
+    ``skip`` names values written without calling ``enc`` (``"none"``: None, as it is;
+    ``"empty"``: an empty container, as it is; ``"empty-array"``: an empty container,
+    as ``[]``): a record's compiled encoder tests them inline, so the common case (no
+    cancel, no pending asks, no announced asks) costs no call.
     """
 
     enc: Enc | None = None
@@ -61,7 +62,7 @@ COPY_DICT = ValueCodec(None, dict)
 
 INT = ValueCodec(None, int)
 
-SORTED_SET = ValueCodec(sorted, set)
+SORTED_SET = ValueCodec(sorted, set, "empty-array")
 """A set of strings: a sorted array."""
 
 
@@ -288,6 +289,8 @@ def _compile_encoder(cls: type[Any], handlers: tuple[_Handler, ...]) -> Callable
                 read = f"(None if (x := v.{h.name}) is None else enc{i}(x))"
             elif h.skip == "empty":
                 read = f"(enc{i}(x) if (x := v.{h.name}) else x)"
+            elif h.skip == "empty-array":
+                read = f"(enc{i}(x) if (x := v.{h.name}) else [])"
             else:
                 read = f"enc{i}(v.{h.name})"
             always.append(f"{h.key!r}: {read}")

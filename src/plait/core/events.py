@@ -18,6 +18,14 @@ from plait.core.outcomes import EffectOutcome, RunOutcome
 if TYPE_CHECKING:
     from plait.core.merkle import CheckpointCut
 
+# A superstep builds a ``ClockReading`` and an ``EffectResolved`` per effect (the driver
+# live, verify from the journal) and the step a ``WriteIntent``, a ``Dispatch`` and a
+# ``WriteCheckpoint``. The ``__init__`` a dataclass writes for a frozen class sets each
+# field through ``object.__setattr__``; the hand-written ones of these classes fill the
+# instance's ``__dict__`` in one call instead (as ``store.records`` does for the journal's
+# records). They stay frozen (assignment still raises) and take the same arguments;
+# ``tests/core/test_one_call_inits.py`` checks each sets exactly its fields.
+
 # --- events -----------------------------------------------------------------
 
 
@@ -28,17 +36,23 @@ class Start:
     input: JSON = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ClockReading:
     """A journaled clock reading in Unix milliseconds; the core keeps the max."""
 
     unix_ms: int
 
+    def __init__(self, unix_ms: int) -> None:
+        self.__dict__["unix_ms"] = unix_ms
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True)
 class EffectResolved:
     key: JournalKey
     outcome: EffectOutcome
+
+    def __init__(self, key: JournalKey, outcome: EffectOutcome) -> None:
+        self.__dict__.update(key=key, outcome=outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +96,7 @@ Event = (
 # --- commands ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class WriteIntent:
     """Journal the intent before any dispatch (or adopt the one already journaled)."""
 
@@ -92,14 +106,23 @@ class WriteIntent:
     superstep: int
     clock_ms: int
 
+    def __init__(
+        self, key: JournalKey, executor: str, input: JSON, superstep: int, clock_ms: int
+    ) -> None:
+        self.__dict__.update(key=key, executor=executor, input=input, superstep=superstep,
+                             clock_ms=clock_ms)  # fmt: skip
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True)
 class Dispatch:
     """Execute the effect (unless the journal already holds its result)."""
 
     key: JournalKey
     executor: str
     input: JSON
+
+    def __init__(self, key: JournalKey, executor: str, input: JSON) -> None:
+        self.__dict__.update(key=key, executor=executor, input=input)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +132,7 @@ class EmitEnvelope:
     asks: tuple[dict[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class WriteCheckpoint:
     """Persist the checkpoint: canonical bytes of {"scheduler": state, "decisions": record}.
 
@@ -130,6 +153,17 @@ class WriteCheckpoint:
     data: bytes | None
     value: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     cut: CheckpointCut | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        superstep: int,
+        record: dict[str, Any],
+        data: bytes | None,
+        value: dict[str, Any] | None = None,
+        cut: CheckpointCut | None = None,
+    ) -> None:
+        self.__dict__.update(superstep=superstep, record=record, data=data, value=value,
+                             cut=cut)  # fmt: skip
 
     @property
     def size(self) -> int:

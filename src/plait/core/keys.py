@@ -81,14 +81,9 @@ class JournalKey(NamedTuple):
 
 
 def _key_bytes(key: JournalKey) -> bytes:
-    kind = _KIND_BYTES.get(key.kind)
-    if kind is None:
-        raise ValueError(f"unknown effect kind {key.kind!r}")
-    return (
-        _head(key.run_id, key.task_path, key.node)
-        + _pack(key.attempt)
-        + _pack_seq(key.effect_seq, kind)
-    )
+    run_id, task_path, node, attempt, effect_seq, kind = key
+    tail = _tail(effect_seq, kind)  # first: an unknown kind is the error reported
+    return _head(run_id, task_path, node) + _pack(attempt) + tail
 
 
 @lru_cache(maxsize=1024)
@@ -97,8 +92,15 @@ def _head(run_id: str, task_path: str, node: str) -> bytes:
     return b"".join((_SEP, _field(run_id), _SEP, _field(task_path), _SEP, _field(node), _SEP))
 
 
-def _pack_seq(effect_seq: int, kind: bytes) -> bytes:
-    return _SEP + _pack(effect_seq) + kind
+@lru_cache(maxsize=1024, typed=True)
+def _tail(effect_seq: int, kind: str) -> bytes:
+    """The key's bytes after its attempt: a few values of ``effect_seq`` and ``kind`` make
+    most keys, remembered as ``_head`` is. Typed, so ``1.0`` still fails to pack where
+    ``1`` was remembered; what raises (an unknown kind, a bad number) is not remembered."""
+    kind_bytes = _KIND_BYTES.get(kind)
+    if kind_bytes is None:
+        raise ValueError(f"unknown effect kind {kind!r}")
+    return _SEP + _pack(effect_seq) + kind_bytes
 
 
 _pack = struct.Struct(">I").pack

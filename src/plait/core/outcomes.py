@@ -59,7 +59,7 @@ NO_USAGE = Usage()
 _NO_USAGE_JSON = NO_USAGE.to_json()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Completed:
     """An effect that produced a JSON result.
 
@@ -72,6 +72,17 @@ class Completed:
     usage: Usage = NO_USAGE
     size: int | None = field(default=None, compare=False, repr=False)
     text: str | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        result: JSON,
+        usage: Usage = NO_USAGE,
+        size: int | None = None,
+        text: str | None = None,
+    ) -> None:
+        # One call, not one object.__setattr__ a field: one is built per effect (as
+        # core.events' commands and events).
+        self.__dict__.update(result=result, usage=usage, size=size, text=text)
 
     def to_json(self) -> dict[str, Any]:
         return {"Completed": {"result": self.result, "usage": self.usage.to_json()}}

@@ -142,8 +142,22 @@ _PHASE = tagged(
     Variant(Finished, "Finished", ValueCodec(lambda f: f.outcome, Finished)),
 )
 _NODE_STATES = ValueCodec(None, lambda v: [node_state_of(x) for x in v])
+
+
+def _in_res_json(in_res: list[dict[int, EdgeRes]]) -> list[dict[str, EdgeRes]]:
+    """Each node's edge resolutions with decimal string keys. Plain loops: encoded at
+    every checkpoint, and a comprehension in a comprehension costs a frame per node."""
+    out = []
+    for res in in_res:
+        by_text = {}
+        for e, r in res.items():
+            by_text[str(e)] = r
+        out.append(by_text)
+    return out
+
+
 _IN_RES = ValueCodec(
-    lambda v: [{str(e): r for e, r in res.items()} for res in v],
+    _in_res_json,
     lambda v: [{int(e): edge_res_of(r) for e, r in res.items()} for res in v],
 )
 

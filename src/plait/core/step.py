@@ -73,10 +73,14 @@ SEND_KEY = send.SEND_KEY
 INBOX_KEY = "$inbox"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class StepOutcome:
     state: SchedulerState
     commands: list[Command]
+
+    def __init__(self, state: SchedulerState, commands: list[Command]) -> None:
+        # One call, as core.events' commands (built at every step).
+        self.__dict__.update(state=state, commands=commands)
 
 
 def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOutcome:
@@ -84,7 +88,8 @@ def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOu
     s = StepContext(env, state, env.reducer(), [])
     for event in _answers_in_ask_order(state, events):
         _apply(s, event)
-    llm_loop.settle_idle_answers(s)
+    if s.idle_answers:  # only loops' final answers note any
+        llm_loop.settle_idle_answers(s)
     _progress(s)
     return StepOutcome(state, s.commands)
 
@@ -290,10 +295,12 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
                 dispatched |= _dispatch_node(s, phase, node)
             if dispatched:
                 return True
-        if _dispatch_tasks(s, phase):
+        if state.send_tasks and _dispatch_tasks(s, phase):
             return True
     only_asks = bool(phase.outstanding) and state.is_parked()
-    settled = not phase.outstanding and (_ending(state) or not llm_loop.has_needs(s))
+    settled = not phase.outstanding and (
+        _ending(state) or not state.abstract_flows or not llm_loop.has_needs(s)
+    )
     # A cancel or a failure abandons whatever waits on the world: asks, timers and parked
     # child runs (the cancel verb, or the driver once the run has failed, cancels those).
     abandon = state.cancel is not None or state.failed is not None
@@ -336,10 +343,11 @@ def _progress_idle(s: StepContext) -> bool:
 
 
 def _dispatch_tasks(s: StepContext, phase: OpenPhase) -> bool:
-    """Dispatch the queued Send tasks unless a budget is spent; whether any went out."""
+    """Dispatch the queued Send tasks unless a budget is spent; whether any went out.
+    (Callers skip the call for a run with no Send task at all: most supersteps.)"""
     tasks = send.queued(s)
     if not tasks:
-        return False  # most supersteps: no budget to look at
+        return False
     state = s.state
     spent_axis = exhausted_at_dispatch(s.env.budgets, state.spent, state.clock_ms, state.wall_open)
     if spent_axis is not None:
@@ -365,7 +373,8 @@ def _open_superstep(s: StepContext) -> None:
     for node, ns in enumerate(state.node_state):
         if ns == READY:
             _dispatch_node(s, phase, node)
-    _dispatch_tasks(s, phase)
+    if state.send_tasks:
+        _dispatch_tasks(s, phase)
 
 
 def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
@@ -410,6 +419,7 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     if state.failed is None and state.cancel is None and (phase.results or phase.send_results):
         send.extract_spawns(s, phase)
     merges: list[tuple[int, JSON]] = sorted(phase.results.items())
+    nodes_done = [node for node, _ in merges]  # in index order, before any task result
     if phase.send_results:
         merges.extend((state.send_tasks[p].node, r) for p, r in send.merge_order(phase))
     for node, result in merges:
@@ -429,12 +439,13 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
                 context[name] = reduce(name, context.get(name, MISSING), result)
         except ReducerError as exc:
             fail_node(state, node, f"ExecutorError: {exc}")
-    send.forget_done(s)
+    if state.send_tasks:
+        send.forget_done(s)
     if state.failed is None and state.cancel is None:
         edges_record = record.edges
         # Every node that finished in this superstep routes its result, also one an edge
         # of a lower node re-enters meanwhile (it is Waiting again by the time it is read).
-        finished = [node for node in sorted(phase.results) if state.node_state[node] == DONE_OK]
+        finished = [node for node in nodes_done if state.node_state[node] == DONE_OK]
         for node in finished:
             for e in plan.out_edges[node]:
                 edge = plan.edges[e]
