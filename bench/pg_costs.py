@@ -20,11 +20,15 @@ closed (a backend flushes them as it exits):
       initdb -D /tmp/pgpriv -A trust -U postgres
       pg_ctl -D /tmp/pgpriv -o "-p 5499 -c autovacuum=off" start
 
-Scenarios (``--scenario``, all by default), plait and LangGraph + ``PostgresSaver`` side by
-side (bench/workers.py's three-step run and counting loop):
+Scenarios (``--scenario``, all but ``processes`` by default), plait and LangGraph +
+``PostgresSaver`` side by side (bench/workers.py's three-step run and counting loop):
 
 - ``worker``: N three-step runs queued (not counted), then one ``Worker(once=True)`` drives
   them; per run;
+- ``processes``: as ``worker``, but 1 to ``--processes`` worker processes share the queue
+  (bench/workers.py's plait child, warm-up included, as bench/workers.py runs them); per
+  run, with each process's ``claim_work`` calls (empty ones too) and client CPU time;
+  ``--tally`` adds the statements per run by kind;
 - ``start``: N three-step runs started and driven in process (``Runtime.run_sync``) against
   N LangGraph invocations; per run;
 - ``superstep``: the counting loop at S and 2S steps; the difference per superstep.
@@ -35,13 +39,16 @@ side (bench/workers.py's three-step run and counting loop):
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -331,6 +338,69 @@ def plait_worker(b: Bench, workdir: Path, runs: int, concurrency: int) -> Measur
         return out[0].minus(out[1])
 
 
+def plait_processes(
+    b: Bench, workdir: Path, runs: int, concurrency: int, processes: int
+) -> tuple[Measured, list[dict[str, Any]]]:
+    """N runs queued, then ``processes`` worker processes (bench/workers.py's plait child:
+    ``Worker(once=True)``) share the queue; counted from their release to their end. Each
+    child's setup (imports, opening the store, a warm connection) is not counted: the
+    proxy's counts restart at the release, and the server's transactions of a second set
+    of children released to exit at once are subtracted. Also each child's report: runs
+    driven, client CPU seconds, ``claim_work`` calls and empty ones."""
+    with b.database() as (name, direct, proxied):
+        bench.prepare("plait", direct, runs, workdir)
+        out: list[Measured] = []
+        reports: list[dict[str, Any]] = []
+        with b.counting(name, out):
+            reports = _children(b, workdir, proxied, runs, concurrency, processes, "go")
+        with b.counting(name, out):
+            _children(b, workdir, proxied, runs, concurrency, processes, "skip")
+        work, setup = out
+        assert sum(r["done"] for r in reports) == runs, reports
+        measured = Measured(
+            work.statements, work.round_trips, work.xacts - setup.xacts,
+            work.flushing - setup.flushing, work.trace,
+        )  # fmt: skip
+        return measured, reports
+
+
+def _children(
+    b: Bench, workdir: Path, url: str, runs: int, concurrency: int, processes: int, say: str
+) -> list[dict[str, Any]]:
+    """Start the worker processes, wait until each is ready, restart the proxy's counts and
+    tell them ``say`` ("go": work and report; anything else: exit)."""
+    command = [sys.executable, str(HERE / "workers.py"), "--child", "plait", "--db", url]
+    command += ["--runs", str(runs), "--concurrency", str(concurrency)]
+    command += ["--workdir", str(workdir)]
+    procs = [
+        subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=workdir
+        )
+        for _ in range(processes)
+    ]
+    for proc in procs:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+    b.proxy.counts.reset()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write(say + "\n")
+        proc.stdin.flush()
+    reports = []
+    for proc in procs:
+        answer, _ = proc.communicate(timeout=900)
+        if say == "go":
+            assert proc.returncode == 0, answer
+            reports.append(json.loads(answer.strip().splitlines()[-1]))
+    return reports
+
+
+def tally(trace: list[str], n: float) -> str:
+    """Statements per run by their first words (a --trace of the counted phase)."""
+    kinds = Counter(line[:72] for line in trace if line[:2] in ("Q ", "E "))
+    return "\n".join(f"  {count / n:7.2f}  {kind}" for kind, count in kinds.most_common())
+
+
 def plait_start(b: Bench, workdir: Path, runs: int) -> Measured:
     from plait import Runtime, load_workflow
 
@@ -399,13 +469,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--scenario", action="append", choices=["worker", "start", "superstep"])
+    parser.add_argument(
+        "--scenario", action="append", choices=["worker", "processes", "start", "superstep"]
+    )
+    parser.add_argument("--processes", type=int, default=2, help="worker processes at most")
+    parser.add_argument("--tally", action="store_true", help="statements per run by kind")
     parser.add_argument("--plait-only", action="store_true")
     parser.add_argument("--trace", action="store_true", help="print the statements sent")
     args = parser.parse_args()
     scenarios = args.scenario or ["worker", "start", "superstep"]
     b = Bench(args.pg)
-    if args.trace:
+    if args.trace or args.tally:
         b.proxy.counts.trace = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -416,8 +490,22 @@ def main() -> None:
             for c in (1, args.concurrency):
                 m = plait_worker(b, workdir, args.runs, c)
                 print(f"worker c={c:<3} plait     per run: {m.per(args.runs)}")
-                if m.trace:
+                if args.trace:
                     print("\n".join(m.trace))
+        if "processes" in scenarios:
+            for p in range(1, args.processes + 1):
+                m, reports = plait_processes(b, workdir, args.runs, args.concurrency, p)
+                print(f"processes={p} plait     per run: {m.per(args.runs)}")
+                claims = sum(r["claims"]["claims"] for r in reports)
+                empty = sum(r["claims"]["empty"] for r in reports)
+                cpu = sum(r["cpu_s"] for r in reports)
+                print(
+                    f"             claims per run {claims / args.runs:.2f} (empty {empty}),"
+                    f" client CPU ms per run {cpu * 1000 / args.runs:.2f},"
+                    f" runs per process {[r['done'] for r in reports]}"
+                )
+                if args.tally:
+                    print(tally(m.trace, args.runs))
         if "start" in scenarios:
             m = plait_start(b, workdir, args.runs)
             print(f"start        plait     per run: {m.per(args.runs)}")

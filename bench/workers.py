@@ -18,9 +18,15 @@ Two measurements, every side on its own fresh database of the same PostgreSQL se
      ``concurrency`` threads. It pays no claiming, leasing or fencing: an upper bound for
      a checkpointer, not a like-for-like worker.
 
-   Each worker process is started and set up first (imports, connections, DBOS launch),
-   reports ready, and is then released at once: the figure is N / (wall time from the
-   release to the last process finishing). Each process also reports the CPU time of
+   Each worker process is started and set up first (imports, connections, DBOS launch;
+   plait and LangGraph also drive one warm-up run of their own, then delete it), reports
+   ready, and is then released at once: the figure is N / (wall time from the release to
+   the last process finishing). Without plait's warm-up its first drive in each process
+   paid its one-off costs inside the window (the modules a drive imports, the flow file
+   loaded and its tools' schemas built: ~80 ms of client CPU, during which the process's
+   other drives wait), once per process: with 2 processes twice, against half the runs
+   each, which made 2 processes slower than 1 (bench/pg_costs.py ``--scenario
+   processes`` counts it). Each process also reports the CPU time of
    its work phase, and the CPU time of the server processes serving the bench database
    is sampled from /proc while the work runs.
 
@@ -326,12 +332,13 @@ def wait_for_go() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
-def finish(started: tuple[float, float], done: int) -> None:
+def finish(started: tuple[float, float], done: int, **more: Any) -> None:
     wall, cpu = started
     report = {
         "done": done,
         "wall_s": time.perf_counter() - wall,
         "cpu_s": time.process_time() - cpu,
+        **more,
     }
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()
@@ -346,12 +353,47 @@ def child_plait(args: argparse.Namespace) -> None:
 
     with Runtime(args.db, principal="bench") as rt:
         worker = Worker(rt, concurrency=args.concurrency, once=True)
-        rt.store.list_runs("completed")  # a warm connection
+        claims = count_claims(worker)
+        warm_up(rt, Path(args.workdir), f"warm{os.getpid()}")
         started = wait_for_go()
         report = worker.run()
         if report.errors:
             raise RuntimeError(f"plait worker errors: {report.errors[:3]}")
-        finish(started, sum(report.statuses.values()))
+        finish(started, sum(report.statuses.values()), claims=claims)
+
+
+def warm_up(rt: Any, workdir: Path, run_id: str) -> None:
+    """One run queued and driven as the worker drives its runs (the worker's runtime loads
+    the file, imports what a drive uses, opens a connection), then deleted: what the
+    LangGraph child's warm-up invocation does for LangGraph, before the clock starts. The
+    bench runs stay queued meanwhile (a drive of one run by id claims nothing else)."""
+    import asyncio
+
+    from plait import load_workflow
+
+    async def warm() -> None:
+        await rt.enqueue(load_workflow(workdir / "flow.yaml"), {"n": -1}, run_id=run_id)
+        assert (await rt.resume(run_id)).status == "completed"
+
+    asyncio.run(warm())
+    now = rt.clock()
+    rt.store.gc(now + 1, now)  # the warm run (every bench run is still queued)
+
+
+def count_claims(worker: Any) -> dict[str, int]:
+    """Count the worker's ``claim_work`` calls (``claims``) and those that took nothing
+    (``empty``), updated as they happen: the work a worker does to find its runs."""
+    counts = {"claims": 0, "empty": 0}
+    claim_work = worker.store.claim_work
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        claimed = claim_work(*args, **kwargs)
+        counts["claims"] += 1
+        counts["empty"] += not claimed
+        return claimed
+
+    worker.store.claim_work = counted
+    return counts
 
 
 def dbos_app(url: str, executor: str = "setup") -> Any:
