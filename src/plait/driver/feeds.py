@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from plait.core.canonical import canonical_text
+from plait.core.canonical import CanonicalJSONError, canonical_text, loads
 from plait.core.events import (
     BudgetRaised,
     CancelSeen,
@@ -30,6 +30,8 @@ from plait.store.rows import key_text
 FEED = "feed"
 
 _NO_USAGE_TEXT = canonical_text(NO_USAGE.to_json())
+_COMPLETED_HEAD = '{"Completed":{"result":'
+_NO_USAGE_TAIL = ',"usage":' + _NO_USAGE_TEXT + "}}"
 
 
 def encode_events(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -80,6 +82,25 @@ def outcome_text(outcome: EffectOutcome) -> str | None:
     usage = outcome.usage
     usage_text = _NO_USAGE_TEXT if usage is NO_USAGE else canonical_text(usage.to_json())
     return '{"Completed":{"result":' + outcome.text + ',"usage":' + usage_text + "}}"
+
+
+def completed_of_text(text: str) -> Completed | None:
+    """The inverse of ``outcome_text`` for a tool's result without usage, from the text of a
+    result row (a tool's result, nearly every row), parsing only the result's own text:
+    not the wrapper and the usage around it, nor rebuilding the usage (``NO_USAGE``).
+
+    The text is ``{"Completed":{"result":`` + R + ``,"usage":`` + NO_USAGE's text + ``}}``
+    exactly, and R parses as one value: then the whole text parses, to an outcome whose
+    result is R's value and whose usage is NO_USAGE, what ``outcome_from_json`` of the
+    whole would build. None for any other text (or an R that does not parse): the caller
+    parses the whole text, which says what is wrong with it."""
+    if not (text.startswith(_COMPLETED_HEAD) and text.endswith(_NO_USAGE_TAIL)):
+        return None
+    try:
+        result = loads(text[len(_COMPLETED_HEAD) : -len(_NO_USAGE_TAIL)])
+    except CanonicalJSONError:
+        return None
+    return Completed(result)
 
 
 def decode_events(

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
+from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, whole_text
 from plait.store.packed import pack
@@ -41,6 +42,12 @@ JOURNAL_COLUMNS = ("item", "journal_key", "executor", "record_kind", "superstep"
 """Columns of a journal row after ``(run_id, seq)``, as ``write_row`` orders them."""
 
 Row = tuple[Any, ...]
+
+RAW_COLUMNS = ("seq", "item", "journal_key", "executor", "record_kind", "superstep", "sha256",
+               "size", "payload")  # fmt: skip
+"""Columns of a journal row as ``JournalRows`` holds it: what a replay of the run reads
+(a checkpoint's payload is read as NULL: its bytes are read on demand)."""
+SEQ, ITEM, KEY, EXECUTOR, KIND, SUPERSTEP, SHA256, SIZE, PAYLOAD = range(len(RAW_COLUMNS))
 
 MAY_BE_SET: dict[str, tuple[bool, ...]] = {
     "intent": (True, True, True, False, True, True, True, False, False, False, True),
@@ -108,7 +115,8 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
 
 
 def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON]) -> None:
-    """Append the record a journal row (JOURNAL_COLUMNS values) stands for."""
+    """Append the record a journal row (JOURNAL_COLUMNS values) stands for; a row that does
+    not decode raises as ``check_row`` does."""
     item, key_text, executor, record_kind, superstep, clock_ms = row[:6]
     idempotency_key, journal_bytes, sha, size, payload = row[6:]
     if item == "intent":
@@ -128,6 +136,103 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
         journal.records.append(Record(seq, record_kind, decode(payload)))
     else:
         raise ValueError(f"unknown journal item {item!r} at seq {seq}")
+
+
+def check_row(row: Row, decode: Callable[[str], JSON]) -> None:
+    """Decode a ``RAW_COLUMNS`` row as ``add_row`` decodes its record, key first, for what
+    either raises (nothing when the row decodes)."""
+    item = row[ITEM]
+    if item == "intent" or item == "result":
+        key_of(row[KEY])
+        decode(row[PAYLOAD])
+    elif item == "record":
+        decode(row[PAYLOAD])
+    elif item != "checkpoint":
+        raise ValueError(f"unknown journal item {item!r} at seq {row[SEQ]}")
+
+
+def corrupted_journal(run_id: str, exc: ValueError) -> PlaitError:
+    """PLAIT-E010 for a journal row that does not decode (``ChunkError``,
+    ``CanonicalJSONError``, a malformed key)."""
+    return PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}")
+
+
+class JournalRows:
+    """A run's journal as its rows (``RAW_COLUMNS``, in seq order), each row's payload
+    parsed only when its reader asks for its value: a replay (verify) reaches most rows
+    once, in order, and compares some of them as text without parsing them at all.
+
+    Reading lazily must not change what a corrupt row does: reading the whole journal at
+    once (``load_journal``) raises PLAIT-E010 for the first row in seq order that does not
+    decode, before anything else. So a reader calls ``check`` before it reports anything,
+    and when anything it does raises: ``check`` decodes every row not read yet, in seq
+    order, and raises what ``load_journal`` raises for the first that does not decode.
+    ``decode``: a payload's value (the store's: ``sql.journal_rows_of``).
+    """
+
+    __slots__ = ("_decode", "_read", "checkpoints", "intents", "records", "results", "rows",
+                 "run_id")  # fmt: skip
+
+    def __init__(self, run_id: str, rows: list[Row], decode: Callable[[str], JSON]) -> None:
+        self.run_id = run_id
+        self.rows = rows
+        self._decode = decode
+        self._read: set[int] = set()
+        """Rows whose payload is known to decode (and key, for an intent or a result)."""
+        self.checkpoints: list[int] = []
+        """Indexes in ``rows`` of the checkpoints, of the records, in seq order."""
+        self.records: list[int] = []
+        self.intents: dict[JournalKey, int] = {}
+        """By key, the index of its intent, of its result (the last row, as ``Journal``)."""
+        self.results: dict[JournalKey, int] = {}
+        try:
+            self._sort_rows()
+        except Exception:
+            self.check()
+            raise
+
+    def _sort_rows(self) -> None:
+        for index, row in enumerate(self.rows):
+            item = row[ITEM]
+            if item == "checkpoint":
+                self.checkpoints.append(index)
+            elif item == "record":
+                self.records.append(index)
+            elif item == "intent":
+                self.intents[key_of(row[KEY])] = index
+            elif item == "result":
+                self.results[key_of(row[KEY])] = index
+
+    def value(self, index: int) -> JSON:
+        """The value of row ``index``'s payload (its key was parsed already)."""
+        value = self._decode(self.rows[index][PAYLOAD])
+        self._read.add(index)
+        return value
+
+    def whole_text(self, index: int) -> str | None:
+        """The text of row ``index``'s value when the row keeps it whole (``whole_text``):
+        its canonical JSON as the writer made it; None for a value kept otherwise."""
+        payload: str = self.rows[index][PAYLOAD]
+        if payload.startswith(WHOLE_PREFIX) and payload.endswith("}"):
+            return payload[len(WHOLE_PREFIX) : -1]
+        return None
+
+    def read_as_text(self, index: int) -> None:
+        """Row ``index`` was read from its ``whole_text`` alone, which its reader found
+        decodes (to the value it stands for): ``check`` need not decode it."""
+        self._read.add(index)
+
+    def check(self) -> None:
+        """Decode every row not read yet, in seq order: PLAIT-E010 (or what else
+        ``load_journal`` would raise) for the first that does not decode."""
+        read, decode = self._read, self._decode
+        try:
+            for index, row in enumerate(self.rows):
+                if index not in read:
+                    check_row(row, decode)
+                    read.add(index)
+        except ValueError as exc:
+            raise corrupted_journal(self.run_id, exc) from exc
 
 
 @lru_cache(maxsize=4096)

@@ -24,12 +24,20 @@ from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.core.merkle import merkle_digest
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import WHOLE_PREFIX, HashMemo, RowEncoder, collecting_encoder
+from plait.store.chunks import WHOLE_PREFIX, HashMemo, RowEncoder, collecting_encoder, decode_row
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
 from plait.store.packed import PACKED_PREFIX, unpack
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
-from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
+from plait.store.rows import (
+    JOURNAL_COLUMNS,
+    RAW_COLUMNS,
+    RUN_COLUMNS,
+    JournalRows,
+    add_row,
+    corrupted_journal,
+    run_from_row,
+)
 
 
 class Cursor(Protocol):
@@ -91,6 +99,13 @@ JOURNAL_ROWS = (
 )
 """A run's journal rows after a seq, unordered (``SELECT_ROWS`` orders them)."""
 SELECT_ROWS = JOURNAL_ROWS + " ORDER BY seq"
+RAW_ROWS = (
+    f"SELECT {', '.join(RAW_COLUMNS[:-1])},"
+    " CASE WHEN item = 'checkpoint' THEN NULL ELSE payload END FROM journal"
+    " WHERE run_id = ?"
+)
+"""A run's journal rows as ``JournalRows`` holds them, unordered: only the columns a replay
+reads (every column a row carries costs its fetch)."""
 LEASE_LIST = "host, pid, started_ms, token, expires_ms"
 UPSERT_LEASE = (
     "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
@@ -311,8 +326,54 @@ def journal_of(
         for row in rows:
             add_row(journal, row[0], row[1:], reader.decode)
     except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-        raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
+        raise corrupted_journal(run_id, exc) from exc
     return journal
+
+
+def journal_rows_of(
+    conn: Connection, d: Dialect, run_id: str, rows: list[Any], reader: NodeReader
+) -> JournalRows:
+    """The journal ``rows`` (``RAW_COLUMNS``, in seq order) hold, read lazily; PLAIT-E017
+    when there are none and the run does not exist.
+
+    A payload kept whole (``chunks.whole_text``: nearly every row) is parsed from its own
+    text when the reader asks for it, after this read transaction ended: text that starts
+    as one does decodes, or fails to, without any node (``chunks.decode`` of an object
+    tagged ``j`` reads none). Every other payload may name nodes, which are read now, in
+    this transaction, as ``load_journal`` reads them: its value, or what decoding it
+    raised, is kept for the reader (a row that does not decode still raises only when it
+    is read, or checked, in seq order).
+    """
+    if not rows:
+        require_run(conn, d, run_id)
+    cut = [
+        payload
+        for row in rows
+        if (payload := row[-1]) is not None
+        and not (payload.startswith(WHOLE_PREFIX) and payload.endswith("}"))
+    ]
+    decoded: dict[str, JSON | Exception] = {}
+    if cut:
+        reader.prefetch(cut)
+        for payload in cut:
+            try:
+                decoded[payload] = reader.decode(payload)
+            except Exception as exc:  # raised again when the row is read or checked
+                decoded[payload] = exc
+
+    def decode(payload: str) -> JSON:
+        if payload in decoded:
+            value = decoded[payload]
+            if isinstance(value, Exception):
+                raise value
+            return value
+        return decode_row(payload, _no_node_read)
+
+    return JournalRows(run_id, rows, decode)
+
+
+def _no_node_read(digest: str) -> bytes:
+    raise AssertionError(f"a payload kept whole named node {digest}: chunks.decode changed")
 
 
 def read_checkpoint(
