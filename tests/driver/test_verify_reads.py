@@ -2,8 +2,8 @@
 it reported when it read the whole journal first.
 
 A corrupt row still ends a verify with PLAIT-E010, the message ``load_journal`` gives,
-wherever the row is and whatever the replay met first; an intent or a result read from
-its text (not parsed) is compared as the parsed value would be."""
+wherever the row is and whatever the replay met first; an intent, a result or a wave's
+feed read from its text (not parsed) is what the parsed value would be."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ import pytest
 
 from plait import PlaitError, Runtime, Workflow
 from plait.core.canonical import loads
-from plait.core.outcomes import outcome_from_json
-from plait.driver.feeds import completed_of_text
+from plait.core.keys import JournalKey
+from plait.core.outcomes import Completed, outcome_from_json
+from plait.driver.feeds import completed_of_text, decode_events, wave_of_text
+from plait.store.rows import key_text
 
 
 def count(n: int = 0) -> dict:
@@ -168,3 +170,31 @@ def test_a_result_read_from_its_text_is_the_outcome_parsing_gives(text: str) -> 
         assert fast == outcome_from_json(loads(text))
         assert fast.usage is outcome_from_json(loads(text)).usage
     assert (fast is None) == (TEXTS.index(text) >= 3)
+
+
+KEY_A = JournalKey("r", "", "a", 1, 0, "tool")
+KEY_B = JournalKey("r", "", 'b},{"resolved":x', 1, 0, "tool")  # a split-looking node id
+KEYS = {key_text(KEY_A): KEY_A, key_text(KEY_B): KEY_B}
+OUTCOMES = {KEY_A: Completed({"n": 1}), KEY_B: Completed([2])}
+A, B = key_text(KEY_A), key_text(KEY_B)
+FEEDS = [  # the first four are read from their text; the others are parsed
+    '{"events":[{"clock":5},{"resolved":' + A + "}]}",
+    '{"events":[{"clock":0},{"resolved":' + A + '},{"resolved":' + B + "}]}",
+    '{"events":[{"clock":17}]}',
+    '{"events":[{"clock":9},{"resolved":' + B + "}]}",
+    '{"events":[{"clock":05},{"resolved":' + A + "}]}",
+    '{"events":[{"clock":-5},{"resolved":' + A + "}]}",
+    '{"events":[{"clock":5.0},{"resolved":' + A + "}]}",
+    '{"events":[{"clock":5},{"resolved":' + A.replace('"a"', '"c"') + "}]}",
+    '{"events":[{"clock":5},{"start":{"i":0}}]}',
+    '{"events":[{"clock":5},{"resolved":' + A + '}],"resume_from":3}',
+    '{"events":[{"clock":5}, {"resolved":' + A + "}]}",
+]
+
+
+@pytest.mark.parametrize("text", FEEDS)
+def test_a_wave_read_from_its_text_is_the_events_parsing_gives(text: str) -> None:
+    fast = wave_of_text(text, KEYS, OUTCOMES.get)
+    if fast is not None:
+        assert fast == decode_events(loads(text)["events"], OUTCOMES.get, lambda ask: None)
+    assert (fast is None) == (FEEDS.index(text) >= 4)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from plait.core.canonical import dumps
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
-from plait.core.events import WriteCheckpoint, WriteIntent
+from plait.core.events import Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
 from plait.core.merkle import ChunkMemo
 from plait.core.migrate import empty_record, migrate_state
@@ -41,7 +41,7 @@ from plait.driver.checkpoints import (
 )
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
-from plait.driver.feeds import FEED, completed_of_text, decode_events
+from plait.driver.feeds import FEED, completed_of_text, decode_events, wave_of_text
 from plait.driver.forking import seed_checkpoint
 from plait.driver.host import Host
 from plait.driver.migrating import MIGRATE, migration_of
@@ -262,21 +262,27 @@ def _replay(
             continue
         if kind != FEED:
             continue
-        body = journal.value(index)
-        if "resume_from" in body:
-            seq = body["resume_from"]
-            if seq is None:
-                state = None
-            else:
-                state = decode_checkpoint(stored_bytes(seq), run_id, seq).scheduler
+        text = journal.whole_text(index)
+        wave = None if text is None else wave_of_text(text, journal.result_keys, result_of)
+        if wave is not None:  # a wave's feed, read from its text (it parses: wave_of_text)
+            journal.read_as_text(index)
+            events: list[Event] | JournalKey | str = wave
+        else:
+            body = journal.value(index)
+            if "resume_from" in body:
+                seq = body["resume_from"]
+                if seq is None:
+                    state = None
+                else:
+                    state = decode_checkpoint(stored_bytes(seq), run_id, seq).scheduler
+            for item in body["events"]:
+                if "budget_raised" in item:  # the raise applies from here on, as it did live
+                    raised.update(item["budget_raised"])
+                    merged = {**env.budgets.to_json(), **item["budget_raised"]}
+                    env = replace(env, budgets=Budgets.from_json(merged))
+            events = decode_events(body["events"], result_of, answer_of)
         if state is None:
             state = SchedulerState.new(run_id, plan)
-        for item in body["events"]:
-            if "budget_raised" in item:  # the raise applies from here on, as it did live
-                raised.update(item["budget_raised"])
-                merged = {**env.budgets.to_json(), **item["budget_raised"]}
-                env = replace(env, budgets=Budgets.from_json(merged))
-        events = decode_events(body["events"], result_of, answer_of)
         if not isinstance(events, list):
             break  # a result the journal does not hold: verifiable up to here
         superstep = state.superstep

@@ -170,8 +170,8 @@ class JournalRows:
     ``decode``: a payload's value (the store's: ``sql.journal_rows_of``).
     """
 
-    __slots__ = ("_decode", "_read", "checkpoints", "intents", "records", "results", "rows",
-                 "run_id")  # fmt: skip
+    __slots__ = ("_decode", "_read", "checkpoints", "intents", "records", "result_keys",
+                 "results", "rows", "run_id")  # fmt: skip
 
     def __init__(self, run_id: str, rows: list[Row], decode: Callable[[str], JSON]) -> None:
         self.run_id = run_id
@@ -185,6 +185,8 @@ class JournalRows:
         self.intents: dict[JournalKey, int] = {}
         """By key, the index of its intent, of its result (the last row, as ``Journal``)."""
         self.results: dict[JournalKey, int] = {}
+        self.result_keys: dict[str, JournalKey] = {}
+        """The keys of ``results`` by their ``journal_key`` text (a feed names them so)."""
         try:
             self._sort_rows()
         except Exception:
@@ -201,7 +203,8 @@ class JournalRows:
             elif item == "intent":
                 self.intents[key_of(row[KEY])] = index
             elif item == "result":
-                self.results[key_of(row[KEY])] = index
+                key = self.result_keys[row[KEY]] = key_of(row[KEY])
+                self.results[key] = index
 
     def value(self, index: int) -> JSON:
         """The value of row ``index``'s payload (its key was parsed already)."""
