@@ -15,7 +15,7 @@ from typing import Any
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, whole_text
+from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, decode_row, whole_text
 from plait.store.packed import pack
 from plait.store.records import (
     CheckpointMeta,
@@ -116,7 +116,7 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
 
 def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON]) -> None:
     """Append the record a journal row (JOURNAL_COLUMNS values) stands for; a row that does
-    not decode raises as ``check_row`` does."""
+    not decode raises as ``JournalRows.check`` does."""
     item, key_text, executor, record_kind, superstep, clock_ms = row[:6]
     idempotency_key, journal_bytes, sha, size, payload = row[6:]
     if item == "intent":
@@ -138,19 +138,6 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
         raise ValueError(f"unknown journal item {item!r} at seq {seq}")
 
 
-def check_row(row: Row, decode: Callable[[str], JSON]) -> None:
-    """Decode a ``RAW_COLUMNS`` row as ``add_row`` decodes its record, key first, for what
-    either raises (nothing when the row decodes)."""
-    item = row[ITEM]
-    if item == "intent" or item == "result":
-        key_of(row[KEY])
-        decode(row[PAYLOAD])
-    elif item == "record":
-        decode(row[PAYLOAD])
-    elif item != "checkpoint":
-        raise ValueError(f"unknown journal item {item!r} at seq {row[SEQ]}")
-
-
 def corrupted_journal(run_id: str, exc: ValueError) -> PlaitError:
     """PLAIT-E010 for a journal row that does not decode (``ChunkError``,
     ``CanonicalJSONError``, a malformed key)."""
@@ -167,16 +154,21 @@ class JournalRows:
     decode, before anything else. So a reader calls ``check`` before it reports anything,
     and when anything it does raises: ``check`` decodes every row not read yet, in seq
     order, and raises what ``load_journal`` raises for the first that does not decode.
-    ``decode``: a payload's value (the store's: ``sql.journal_rows_of``).
+
+    A payload kept whole (``chunks.whole_text``: nearly every row) is parsed from its own
+    text: text that starts as one decodes, or fails to, without reading any node
+    (``chunks.decode`` of an object tagged ``j`` reads none). Any other payload may name
+    nodes: the store decoded it in its read (``cut``, by row index: its value, or what
+    decoding it raised, raised again only when the row is read or checked).
     """
 
-    __slots__ = ("_decode", "_read", "checkpoints", "intents", "records", "result_keys",
+    __slots__ = ("_cut", "_read", "checkpoints", "intents", "records", "result_keys",
                  "results", "rows", "run_id")  # fmt: skip
 
-    def __init__(self, run_id: str, rows: list[Row], decode: Callable[[str], JSON]) -> None:
+    def __init__(self, run_id: str, rows: list[Row], cut: dict[int, JSON | Exception]) -> None:
         self.run_id = run_id
         self.rows = rows
-        self._decode = decode
+        self._cut = cut
         self._read: set[int] = set()
         """Rows whose payload is known to decode (and key, for an intent or a result)."""
         self.checkpoints: list[int] = []
@@ -208,9 +200,17 @@ class JournalRows:
 
     def value(self, index: int) -> JSON:
         """The value of row ``index``'s payload (its key was parsed already)."""
-        value = self._decode(self.rows[index][PAYLOAD])
+        value = self._payload(index)
         self._read.add(index)
         return value
+
+    def _payload(self, index: int) -> JSON:
+        if index in self._cut:
+            value = self._cut[index]
+            if isinstance(value, Exception):
+                raise value
+            return value
+        return decode_row(self.rows[index][PAYLOAD], _no_node_read)
 
     def whole_text(self, index: int) -> str | None:
         """The text of row ``index``'s value when the row keeps it whole (``whole_text``):
@@ -228,14 +228,29 @@ class JournalRows:
     def check(self) -> None:
         """Decode every row not read yet, in seq order: PLAIT-E010 (or what else
         ``load_journal`` would raise) for the first that does not decode."""
-        read, decode = self._read, self._decode
+        read = self._read
         try:
             for index, row in enumerate(self.rows):
                 if index not in read:
-                    check_row(row, decode)
+                    self._check_row(index, row)
                     read.add(index)
         except ValueError as exc:
             raise corrupted_journal(self.run_id, exc) from exc
+
+    def _check_row(self, index: int, row: Row) -> None:
+        """Decode row ``index`` as ``add_row`` decodes its record, key first."""
+        item = row[ITEM]
+        if item == "intent" or item == "result":
+            key_of(row[KEY])
+            self._payload(index)
+        elif item == "record":
+            self._payload(index)
+        elif item != "checkpoint":
+            raise ValueError(f"unknown journal item {item!r} at seq {row[SEQ]}")
+
+
+def _no_node_read(digest: str) -> bytes:
+    raise AssertionError(f"a payload kept whole named node {digest}: chunks.decode changed")
 
 
 @lru_cache(maxsize=4096)

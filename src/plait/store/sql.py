@@ -24,7 +24,7 @@ from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.core.merkle import merkle_digest
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import WHOLE_PREFIX, HashMemo, RowEncoder, collecting_encoder, decode_row
+from plait.store.chunks import WHOLE_PREFIX, HashMemo, RowEncoder, collecting_encoder
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
 from plait.store.packed import PACKED_PREFIX, unpack
@@ -334,46 +334,26 @@ def journal_rows_of(
     conn: Connection, d: Dialect, run_id: str, rows: list[Any], reader: NodeReader
 ) -> JournalRows:
     """The journal ``rows`` (``RAW_COLUMNS``, in seq order) hold, read lazily; PLAIT-E017
-    when there are none and the run does not exist.
-
-    A payload kept whole (``chunks.whole_text``: nearly every row) is parsed from its own
-    text when the reader asks for it, after this read transaction ended: text that starts
-    as one does decodes, or fails to, without any node (``chunks.decode`` of an object
-    tagged ``j`` reads none). Every other payload may name nodes, which are read now, in
-    this transaction, as ``load_journal`` reads them: its value, or what decoding it
-    raised, is kept for the reader (a row that does not decode still raises only when it
-    is read, or checked, in seq order).
-    """
+    when there are none and the run does not exist. Payloads not kept whole may name
+    nodes: they are decoded now, in the store's read, as ``load_journal`` decodes them
+    (each row its own fresh value), what decoding one raised kept for when it is read."""
     if not rows:
         require_run(conn, d, run_id)
     cut = [
-        payload
-        for row in rows
+        (index, payload)
+        for index, row in enumerate(rows)
         if (payload := row[-1]) is not None
         and not (payload.startswith(WHOLE_PREFIX) and payload.endswith("}"))
     ]
-    decoded: dict[str, JSON | Exception] = {}
+    decoded: dict[int, JSON | Exception] = {}
     if cut:
-        reader.prefetch(cut)
-        for payload in cut:
+        reader.prefetch(payload for _, payload in cut)
+        for index, payload in cut:
             try:
-                decoded[payload] = reader.decode(payload)
+                decoded[index] = reader.decode(payload)
             except Exception as exc:  # raised again when the row is read or checked
-                decoded[payload] = exc
-
-    def decode(payload: str) -> JSON:
-        if payload in decoded:
-            value = decoded[payload]
-            if isinstance(value, Exception):
-                raise value
-            return value
-        return decode_row(payload, _no_node_read)
-
-    return JournalRows(run_id, rows, decode)
-
-
-def _no_node_read(digest: str) -> bytes:
-    raise AssertionError(f"a payload kept whole named node {digest}: chunks.decode changed")
+                decoded[index] = exc
+    return JournalRows(run_id, rows, decoded)
 
 
 def read_checkpoint(
