@@ -121,11 +121,8 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
     idempotency_key, journal_bytes, sha, size, payload = row[6:]
     if item == "intent":
         key = key_of(key_text)
-        text = payload[5:-1] if payload.startswith('{"j":') else None  # chunks.whole_text
         journal.intents.append(
-            IntentRecord(
-                seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key, text
-            )
+            IntentRecord(seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key)
         )
     elif item == "result":
         key = key_of(key_text)
