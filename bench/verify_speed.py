@@ -8,11 +8,12 @@
    default a store one process verifies in several seconds, well past the one-second head
    start), verified by ``verify_all`` (``plait verify --all``: runs dealt out to ``plait
    verify`` child processes after the head start) against the same verbs in one process:
-   wall seconds of each, the speed-up, with the number of cores; how many runs this
+   wall seconds of each, the speed-up, with the number of cores; the CPU seconds of each
+   (children included: what spreading costs, whatever the machine's load); how many runs this
    process verified in its head start and how many each child got; what starting one
    child costs (a ``plait verify`` of a one-step run, start to report).
 
-    .venv/bin/python bench/verify_speed.py [--steps 2000] [--runs 40] [--all-steps 2000]
+    .venv/bin/python bench/verify_speed.py [--steps 2000] [--runs 100] [--all-steps 2000]
         [--repeats 3] [--only drive|all]
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,18 +71,29 @@ def verify_store(runs: int, steps: int) -> dict[str, Any]:
                 verified_here.append(run_id)
                 return verify_report(rt, run_id)
 
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), _cpu_seconds()
             alone = verify_all(db, ids, None, here, processes=1)
-            one = time.perf_counter() - began
+            one, one_cpu = time.perf_counter() - began, _cpu_seconds() - cpu
             verified_here.clear()
             batches = _dealt_batches()
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), _cpu_seconds()
             spread = verify_all(db, ids, None, here)
-            every = time.perf_counter() - began
+            every, every_cpu = time.perf_counter() - began, _cpu_seconds() - cpu
             start = _child_start(db)
         assert alone == spread and all(r["verified"] for r in alone)
-    return {"one": one, "every": every, "here": len(verified_here),
-            "batches": [len(b) for b in batches], "child_start": start}  # fmt: skip
+    return {"one": one, "every": every, "here": len(verified_here), "one_cpu": one_cpu,
+            "every_cpu": every_cpu, "batches": [len(b) for b in batches],
+            "child_start": start}  # fmt: skip
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that ended: what verifying cost
+    in all, whatever else the machine ran meanwhile."""
+    mine, theirs = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
 
 
 def _dealt_batches() -> list[list[str]]:
@@ -114,7 +127,7 @@ def _child_start(db: str) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--all-steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=("drive", "all"))
@@ -133,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
           f" load {load:.1f}")  # fmt: skip
     print(f"  one process   {one:6.2f} s")
     print(f"  every core    {every:6.2f} s   {one / every:.2f}× faster")
+    print(f"  CPU in all    {found['one_cpu']:6.2f} s one process,"
+          f" {found['every_cpu']:6.2f} s every core (children included)")  # fmt: skip
     print(f"  runs verified in the head start: {found['here']}; dealt to children:"
           f" {found['batches']}; a child's start: {found['child_start']:.2f} s")  # fmt: skip
 
