@@ -11,6 +11,11 @@ taken out.
 
     .venv/bin/python bench/instructions.py [--short 200] [--long 1000] [--side plait]
         [--side floor]  # the hand-written floor (durable_loop.floor_loop_once)
+        [--side verify]  # Runtime.verify of a loop driven into a file beforehand
+
+``--side verify`` counts a re-drive (issue #22 target 3): the loop is driven into a file
+by a process that is not counted, then the counted process opens that file and calls
+``Runtime.verify`` on the run; its figure is set beside ``plait``'s, the drive.
 
 Needs ``valgrind`` on the PATH. Takes a few minutes: callgrind runs Python ~50x slower.
 """
@@ -26,16 +31,31 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SIDES = ("plait", "langgraph", "floor")
+SIDES = ("plait", "langgraph", "floor", "verify")
 GROW_AT = (100, 200, 900, 1000)
 """``--grow``: lengths of the growing loop counted; per-step slopes between them."""
 
 
-def child(side: str, n: int) -> None:
-    """Run one loop of ``n`` iterations on a fresh file (the measured process)."""
+def child(side: str, n: int, path: str | None = None) -> None:
+    """Run one loop of ``n`` iterations on a fresh file (the measured process); for
+    ``verify``, verify the run the file at ``path`` holds instead."""
     sys.path.insert(0, str(HERE))
     import durable_loop
 
+    if side == "verify":
+        from plait import Runtime
+
+        assert path is not None
+        with Runtime(f"sqlite:///{path}", principal="bench") as rt:
+            (run,) = rt.store.list_runs()
+            report = rt.verify(run.run_id)
+        assert report.verified, report
+        return
+    if side == "drive-into":  # not counted: the run ``verify`` then re-drives
+        assert path is not None
+        _, _, rt, _ = durable_loop.run_plait(durable_loop.plait_loop(n), Path(path))
+        rt.close()
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if side == "plait-grow":
             workflow = durable_loop.plait_grow(n, [])
@@ -52,10 +72,18 @@ def child(side: str, n: int) -> None:
 
 
 def total_instructions(side: str, n: int, out: Path) -> int:
-    """Instructions callgrind counted for one whole process running a loop of ``n``."""
+    """Instructions callgrind counted for one whole process running a loop of ``n``
+    (``verify``: verifying a loop of ``n`` driven beforehand, outside the count)."""
+    extra: list[str] = []
+    if side == "verify":
+        db = out.parent / f"{out.name}.db"
+        subprocess.run(
+            [sys.executable, __file__, "--child", "drive-into", str(n), str(db)], check=True
+        )
+        extra = [str(db)]
     subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-         sys.executable, __file__, "--child", side, str(n)],
+         sys.executable, __file__, "--child", side, str(n), *extra],
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     match = re.search(r"^summary:\s+(\d+)", out.read_text(), re.MULTILINE)
@@ -69,7 +97,7 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=200, help="iterations of the short loop")
     parser.add_argument("--long", type=int, default=1000, help="iterations of the long loop")
     parser.add_argument("--side", choices=SIDES, action="append", help="only this side")
-    parser.add_argument("--child", nargs=2, metavar=("SIDE", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs="+", metavar="SIDE N [PATH]", help=argparse.SUPPRESS)
     parser.add_argument(
         "--grow",
         action="store_true",
@@ -78,7 +106,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]))
+        child(args.child[0], int(args.child[1]), *args.child[2:])
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on the PATH (Debian: apt install valgrind)")
@@ -96,6 +124,8 @@ def main() -> None:
         print(f"  ratio LangGraph/plait: {per_step['langgraph'] / per_step['plait']:.2f}x")
     if "plait" in per_step and "floor" in per_step:
         print(f"  ratio plait/floor: {per_step['plait'] / per_step['floor']:.2f}x")
+    if "plait" in per_step and "verify" in per_step:
+        print(f"  ratio verify/plait: {per_step['verify'] / per_step['plait']:.2f}x")
 
 
 def grow() -> None:

@@ -53,6 +53,10 @@ class Backend(Protocol):
         """Replace ``old`` with ``new`` in a checkpoint row's payload text."""
         ...
 
+    def tamper_journal_key(self, run_id: str, seq: int, old: str, new: str) -> None:
+        """Replace ``old`` with ``new`` in a journal row's ``journal_key`` text."""
+        ...
+
     def claim_newer_schema(self) -> None:
         """Mark the database as migrated by a plait newer than this one."""
         ...
@@ -96,6 +100,14 @@ class SqliteBackend:
         with self._raw() as conn:
             conn.execute(
                 "UPDATE journal SET payload = replace(payload, ?, ?) WHERE run_id = ? AND seq = ?",
+                (old, new, run_id, seq),
+            )
+
+    def tamper_journal_key(self, run_id: str, seq: int, old: str, new: str) -> None:
+        with self._raw() as conn:
+            conn.execute(
+                "UPDATE journal SET journal_key = replace(journal_key, ?, ?)"
+                " WHERE run_id = ? AND seq = ?",
                 (old, new, run_id, seq),
             )
 
@@ -168,6 +180,14 @@ class PostgresBackend:
         with self._raw() as conn:
             conn.execute(
                 "UPDATE journal SET payload = replace(payload, %s, %s)"
+                " WHERE run_id = %s AND seq = %s",
+                (old, new, run_id, seq),
+            )
+
+    def tamper_journal_key(self, run_id: str, seq: int, old: str, new: str) -> None:
+        with self._raw() as conn:
+            conn.execute(
+                "UPDATE journal SET journal_key = replace(journal_key, %s, %s)"
                 " WHERE run_id = %s AND seq = %s",
                 (old, new, run_id, seq),
             )

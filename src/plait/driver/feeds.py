@@ -9,10 +9,10 @@ budget raises alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from plait.core.canonical import canonical_text
+from plait.core.canonical import CanonicalJSONError, canonical_text, loads
 from plait.core.events import (
     BudgetRaised,
     CancelSeen,
@@ -30,6 +30,10 @@ from plait.store.rows import key_text
 FEED = "feed"
 
 _NO_USAGE_TEXT = canonical_text(NO_USAGE.to_json())
+_WAVE_HEAD = '{"events":[{"clock":'
+_RESOLVED = ',{"resolved":'
+_COMPLETED_HEAD = '{"Completed":{"result":'
+_NO_USAGE_TAIL = ',"usage":' + _NO_USAGE_TEXT + "}}"
 
 
 def encode_events(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -80,6 +84,59 @@ def outcome_text(outcome: EffectOutcome) -> str | None:
     usage = outcome.usage
     usage_text = _NO_USAGE_TEXT if usage is NO_USAGE else canonical_text(usage.to_json())
     return '{"Completed":{"result":' + outcome.text + ',"usage":' + usage_text + "}}"
+
+
+def completed_of_text(text: str) -> Completed | None:
+    """The inverse of ``outcome_text`` for a tool's result without usage, from the text of a
+    result row (a tool's result, nearly every row), parsing only the result's own text:
+    not the wrapper and the usage around it, nor rebuilding the usage (``NO_USAGE``).
+
+    The text is ``{"Completed":{"result":`` + R + ``,"usage":`` + NO_USAGE's text + ``}}``
+    exactly, and R parses as one value: then the whole text parses, to an outcome whose
+    result is R's value and whose usage is NO_USAGE, what ``outcome_from_json`` of the
+    whole would build. None for any other text (or an R that does not parse): the caller
+    parses the whole text, which says what is wrong with it."""
+    if not (text.startswith(_COMPLETED_HEAD) and text.endswith(_NO_USAGE_TAIL)):
+        return None
+    try:
+        result = loads(text[len(_COMPLETED_HEAD) : -len(_NO_USAGE_TAIL)])
+    except CanonicalJSONError:
+        return None
+    return Completed(result)
+
+
+def wave_of_text(
+    text: str,
+    keys: Mapping[str, JournalKey],
+    result_of: Callable[[JournalKey], EffectOutcome | None],
+) -> list[Event] | None:
+    """The inverse of ``feed_text`` for a wave's feed (a clock reading, then the results
+    the wave's effects came back with, by key: nearly every feed), from the feed row's
+    text, without parsing it: ``keys`` are the journal's result keys by the text of their
+    ``journal_key`` column (parsed already), which is what ``feed_text`` writes for them.
+
+    The text is ``{"events":[{"clock":`` + N + ``}`` + (``,{"resolved":`` + K + ``}``)...
+    + ``]}`` exactly, N a canonical non-negative integer and each K one of ``keys``: then
+    the whole text parses, to a clock reading of N and one ``EffectResolved`` per K, what
+    ``decode_events`` builds from the parsed text (a split cannot fall inside a key's text:
+    ``{"`` never occurs inside a JSON string, where ``"`` is always escaped). None for any
+    other text, or a result ``result_of`` does not have: the caller parses the text."""
+    if not (text.startswith(_WAVE_HEAD) and text.endswith("}]}")):
+        return None
+    clock, _, rest = text[len(_WAVE_HEAD) : -2].partition("}")
+    if not (clock.isascii() and clock.isdigit() and (clock == "0" or clock[0] != "0")):
+        return None
+    first, *resolved = rest.split(_RESOLVED)
+    if first:
+        return None
+    events: list[Event] = [ClockReading(int(clock))]
+    for piece in resolved:
+        key = keys.get(piece[:-1]) if piece.endswith("}") else None
+        outcome = None if key is None else result_of(key)
+        if key is None or outcome is None:
+            return None
+        events.append(EffectResolved(key, outcome))
+    return events
 
 
 def decode_events(

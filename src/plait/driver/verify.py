@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from plait.core.canonical import dumps
 from plait.core.env import Budgets, StepEnv
 from plait.core.errors import PlaitError
-from plait.core.events import WriteCheckpoint, WriteIntent
+from plait.core.events import Event, WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey, call_id
 from plait.core.merkle import ChunkMemo
 from plait.core.migrate import empty_record, migrate_state
@@ -41,13 +41,14 @@ from plait.driver.checkpoints import (
 )
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
-from plait.driver.feeds import FEED, decode_events
+from plait.driver.feeds import FEED, completed_of_text, decode_events, wave_of_text
 from plait.driver.forking import seed_checkpoint
 from plait.driver.host import Host
 from plait.driver.migrating import MIGRATE, migration_of
 from plait.driver.reshape import Reshape, reshaper
 from plait.store.base import Store
-from plait.store.records import CheckpointMeta, IntentRecord
+from plait.store.records import CheckpointMeta
+from plait.store.rows import EXECUTOR, KIND, SEQ, SHA256, SIZE, SUPERSTEP, JournalRows
 from plait.workflow import manifest_plan
 
 if TYPE_CHECKING:
@@ -105,23 +106,33 @@ def _first_difference(want: Any, got: Any, path: str) -> str | None:
 
 
 def _intent_divergence(
-    command: WriteIntent, journaled: dict[JournalKey, IntentRecord], seen: set[JournalKey]
+    command: WriteIntent, journal: JournalRows, seen: set[JournalKey]
 ) -> str | None:
-    """PLAIT-E009 when the first emission of an intent differs from the journaled one."""
+    """PLAIT-E009 when the first emission of an intent differs from the journaled one.
+
+    A journaled input kept whole whose text is the replayed dict's or list's canonical
+    text is that input: the row is read from its text, never parsed (canonical text of a
+    dict or a list always parses back to it, so skipping its parse cannot hide a corrupt
+    row). Any other row is parsed and compared as a value, as ever."""
     key = command.key
-    record = journaled.get(key)
-    if record is None or key in seen:
+    index = journal.intents.get(key)
+    if index is None or key in seen:
         return None  # not journaled (the last wave of a crash), or a re-emission
     seen.add(key)
-    if record.executor == command.executor:
+    executor = journal.rows[index][EXECUTOR]
+    if executor == command.executor:
         replayed = dumps(command.input)
-        # The row's text of a whole input is canonical: equal texts are equal inputs.
-        if record.input_text == replayed or dumps(record.input) == replayed:
+        same_text = journal.whole_text(index) == replayed
+        if same_text and type(command.input) in (dict, list):
+            journal.read_as_text(index)
             return None
-    if record.executor != command.executor:
-        field = f"executor ({record.executor!r} journaled, {command.executor!r} replayed)"
+        # The row's text of a whole input is canonical: equal texts are equal inputs.
+        if same_text or dumps(journal.value(index)) == replayed:
+            return None
+    if executor != command.executor:
+        field = f"executor ({executor!r} journaled, {command.executor!r} replayed)"
     else:
-        field = _first_difference(record.input, command.input, "input") or "input"
+        field = _first_difference(journal.value(index), command.input, "input") or "input"
     return (
         f"PLAIT-E009 superstep {command.superstep}: the {key.kind} intent of node '{key.node}'"
         f"{f' task {key.task_path}' if key.task_path else ''} (attempt {key.attempt},"
@@ -148,35 +159,65 @@ def verify_run(
     journaled migration is re-derived (``core.migrate``) and compared like any checkpoint;
     the replay goes on in the environment ``env_at`` gives for its manifest. ``reshape``:
     how a stored checkpoint of the run's first version is put in the shape of ``env``'s
-    plan (``verify --workflow`` onto a plan with other nodes or edges)."""
-    journal = store.load_journal(run_id)
-    stored: list[tuple[int, int]] = [(m.seq, m.superstep) for m in journal.checkpoints]
-    forks = {r.seq for r in journal.records if r.kind == "fork"}
-    seeds = {m.seq for m in journal.checkpoints if m.seq + 1 in forks}
+    plan (``verify --workflow`` onto a plan with other nodes or edges).
+
+    The journal is read lazily (``JournalRows``): before any report, and when anything
+    raises, every row the replay did not read is decoded, so a corrupt row ends a verify
+    with PLAIT-E010 as it would had the whole journal been read first."""
+    journal = store.journal_rows(run_id)
+    try:
+        report = _replay(store, journal, env, env_at, reshape)
+    except Exception:
+        journal.check()
+        raise
+    journal.check()
+    return report
+
+
+def _replay(
+    store: Store,
+    journal: JournalRows,
+    env: StepEnv,
+    env_at: EnvAt | None,
+    reshape: Reshape | None,
+) -> VerifyReport:
+    run_id, rows = journal.run_id, journal.rows
+    stored: list[tuple[int, int]] = [
+        (rows[i][SEQ], rows[i][SUPERSTEP]) for i in journal.checkpoints
+    ]
+    records = [(rows[i][SEQ], rows[i][KIND], i) for i in journal.records]
+    forks = {seq for seq, kind, _ in records if kind == "fork"}
+    seeds = {seq for seq, _ in stored if seq + 1 in forks}
     note: str | None = None
-    for record in journal.records:
-        if record.kind == "fork":
-            seed = next((m for m in journal.checkpoints if m.seq == record.seq - 1), None)
-            failed, note = _check_seed(store, run_id, record.body, seed)
+    for seq, kind, index in records:
+        if kind == "fork":
+            seed = _checkpoint_meta(journal, seq - 1)
+            failed, note = _check_seed(store, run_id, journal.value(index), seed)
             if failed is not None:
                 return failed
     by_seq: dict[int, bytes] = {}
     expected = [seq for seq, _ in stored if seq not in seeds]
-    metas = {m.seq: m for m in journal.checkpoints}
+    metas = {rows[i][SEQ]: (rows[i][SHA256], rows[i][SIZE]) for i in journal.checkpoints}
     seen: dict[str, bytes] = {}  # every node the replay's epoch-3 checkpoints handed out
     env = replace(env, checkpoint_memo=ChunkMemo())
     results = journal.results
     asks: dict[str, JournalKey] = {}  # by call id, hashed on the first answer looked up
-    journaled = {i.key: i for i in journal.intents}
     replayed: set[JournalKey] = set()
 
     def result_of(key: JournalKey) -> EffectOutcome | None:
-        record = results.get(key)
-        return None if record is None else outcome_from_json(record.outcome)
+        index = results.get(key)
+        if index is None:
+            return None
+        text = journal.whole_text(index)
+        outcome = None if text is None else completed_of_text(text)
+        if outcome is None:
+            return outcome_from_json(journal.value(index))
+        journal.read_as_text(index)  # it parsed: see completed_of_text
+        return outcome
 
     def answer_of(ask_id: str) -> EffectOutcome | None:
         if not asks:
-            asks.update((call_id(i.key), i.key) for i in journal.intents)
+            asks.update((call_id(key), key) for key in journal.intents)
         key = asks.get(ask_id)
         if key is None:  # an ask a fork inherited: its intent is in the base run's journal
             key = next((k for k in results if call_id(k) == ask_id), None)
@@ -204,38 +245,44 @@ def verify_run(
     compared = 0
     plan = env.plan
     raised: dict[str, Any] = {}
-    for record in journal.records:
-        if record.kind == MIGRATE and env_at is not None:
-            mapping, restart, index = migration_of(record.body)
-            moved_env = env_at(index, raised)
+    for record_seq, kind, index in records:
+        if kind == MIGRATE and env_at is not None:
+            mapping, restart, moved = migration_of(journal.value(index))
+            moved_env = env_at(moved, raised)
             if state is None:
                 return _diverged(run_id, compared, 0, None, "a migration before any checkpoint")
             state = migrate_state(state, plan, moved_env.plan, mapping, restart_at_entry=restart)
             data = encode_checkpoint(state, empty_record(state).to_json())
             if compared >= len(expected) or stored_bytes(expected[compared]) != data:
-                what = f"the migration at journal seq {record.seq} differs from the replay"
+                what = f"the migration at journal seq {record_seq} differs from the replay"
                 return _diverged(run_id, compared, state.superstep, None, what)
             compared += 1
             env, plan = moved_env, moved_env.plan
             reshape = None  # from here on the checkpoints are the migrated version's
             continue
-        if record.kind != FEED:
+        if kind != FEED:
             continue
-        body = record.body
-        if "resume_from" in body:
-            seq = body["resume_from"]
-            if seq is None:
-                state = None
-            else:
-                state = decode_checkpoint(stored_bytes(seq), run_id, seq).scheduler
+        text = journal.whole_text(index)
+        wave = None if text is None else wave_of_text(text, journal.result_keys, result_of)
+        if wave is not None:  # a wave's feed, read from its text (it parses: wave_of_text)
+            journal.read_as_text(index)
+            events: list[Event] | JournalKey | str = wave
+        else:
+            body = journal.value(index)
+            if "resume_from" in body:
+                seq = body["resume_from"]
+                if seq is None:
+                    state = None
+                else:
+                    state = decode_checkpoint(stored_bytes(seq), run_id, seq).scheduler
+            for item in body["events"]:
+                if "budget_raised" in item:  # the raise applies from here on, as it did live
+                    raised.update(item["budget_raised"])
+                    merged = {**env.budgets.to_json(), **item["budget_raised"]}
+                    env = replace(env, budgets=Budgets.from_json(merged))
+            events = decode_events(body["events"], result_of, answer_of)
         if state is None:
             state = SchedulerState.new(run_id, plan)
-        for item in body["events"]:
-            if "budget_raised" in item:  # the raise applies from here on, as it did live
-                raised.update(item["budget_raised"])
-                merged = {**env.budgets.to_json(), **item["budget_raised"]}
-                env = replace(env, budgets=Budgets.from_json(merged))
-        events = decode_events(body["events"], result_of, answer_of)
         if not isinstance(events, list):
             break  # a result the journal does not hold: verifiable up to here
         superstep = state.superstep
@@ -246,7 +293,7 @@ def verify_run(
             return _diverged(run_id, compared, superstep, None, what)
         for command in out.commands:
             if isinstance(command, WriteIntent):
-                diverged = _intent_divergence(command, journaled, replayed)
+                diverged = _intent_divergence(command, journal, replayed)
                 if diverged is not None:  # "PLAIT-E009 superstep N: <what>"
                     what = diverged.split(": ", 1)[-1]
                     return _diverged(run_id, compared, command.superstep, command.key.node, what)
@@ -266,8 +313,7 @@ def verify_run(
             cut = command.cut
             if cut is not None:  # epoch 3: the digests and sizes first, bytes only to explain
                 seen.update(cut.nodes)
-                meta = metas[seq]
-                if reshape is None and meta.sha256 == cut.digest and meta.size == cut.size:
+                if reshape is None and metas[seq] == (cut.digest, cut.size):
                     compared += 1
                     continue
                 got = cut.canonical(seen)
@@ -309,6 +355,15 @@ def verify_run(
     else:
         up_to = f"superstep {state.superstep}"
     return VerifyReport(run_id, True, compared, up_to, note=note)
+
+
+def _checkpoint_meta(journal: JournalRows, seq: int) -> CheckpointMeta | None:
+    """The checkpoint journaled at ``seq``, if one is."""
+    for index in journal.checkpoints:
+        row = journal.rows[index]
+        if row[SEQ] == seq:
+            return CheckpointMeta(seq, row[SUPERSTEP], row[SHA256], row[SIZE])
+    return None
 
 
 def _check_seed(

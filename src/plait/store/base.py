@@ -32,6 +32,7 @@ from plait.store.records import (
 )
 
 if TYPE_CHECKING:  # run_pages reads rows through sql, which imports this module
+    from plait.store.rows import JournalRows
     from plait.store.run_pages import RunPage, RunQuery
 
 
@@ -120,6 +121,12 @@ class Store(Protocol):
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         """Every intent, result, record and checkpoint meta of the run (those after
         ``after_seq`` only, for a reader following a run as it grows); PLAIT-E017."""
+        ...
+
+    def journal_rows(self, run_id: str) -> JournalRows:
+        """Every journal row of the run in seq order, read in one query, each parsed only
+        when its reader asks for it (verify; ``JournalRows`` says how a corrupt row still
+        raises what ``load_journal`` raises); PLAIT-E017 for an unknown run."""
         ...
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:

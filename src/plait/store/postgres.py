@@ -71,7 +71,7 @@ from plait.store.records import (
     TokenRow,
     Write,
 )
-from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.rows import RUN_COLUMNS, JournalRows, Row, key_text, run_row, write_row
 from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import POSTGRES
 
@@ -127,6 +127,11 @@ _LOCK_LEASE = (
 _JOURNAL_OF_RUN = (
     f"SELECT j.* FROM (SELECT 1 FROM runs WHERE run_id = %s) AS r LEFT JOIN LATERAL"
     f" ({POSTGRES.q(sql.JOURNAL_ROWS)}) AS j ON true"
+    " ORDER BY j.seq"
+)
+_RAW_ROWS_OF_RUN = (
+    f"SELECT j.* FROM (SELECT 1 FROM runs WHERE run_id = %s) AS r LEFT JOIN LATERAL"
+    f" ({POSTGRES.q(sql.RAW_ROWS)}) AS j ON true"
     " ORDER BY j.seq"
 )
 _STORED_BYTES = (
@@ -643,6 +648,16 @@ class PostgresStore:
             if rows[0][0] is None:  # the run, without journal rows past after_seq
                 return Journal(run_id)
             return sql.journal_of(conn, POSTGRES, run_id, rows, NodeBatcher(conn))
+
+    def journal_rows(self, run_id: str) -> JournalRows:
+        """``Store.journal_rows`` in one round trip, the run row joined as ``load_journal``."""
+        with self._connection(f"reading the journal of run '{run_id}'") as conn:
+            rows = conn.execute(_RAW_ROWS_OF_RUN, (run_id, run_id)).fetchall()
+            if not rows:
+                raise unknown_run(run_id)
+            if rows[0][0] is None:  # the run, without journal rows
+                rows = []
+            return sql.journal_rows_of(conn, POSTGRES, run_id, rows, NodeBatcher(conn))
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
         by_text = {key_text(key): key for key in keys}

@@ -204,8 +204,7 @@ Write: TypeAlias = (
 
 @dataclass(frozen=True)
 class IntentRecord:
-    """A journaled intent. ``input_text``, when the row kept the input whole, is the
-    row's text of it: its canonical JSON (verify compares it with the replay's)."""
+    """A journaled intent."""
 
     seq: int
     key: JournalKey
@@ -214,7 +213,6 @@ class IntentRecord:
     superstep: int
     clock_ms: int
     idempotency_key: str
-    input_text: str | None = field(default=None, repr=False, compare=False)
 
     def __init__(
         self,
@@ -225,11 +223,10 @@ class IntentRecord:
         superstep: int,
         clock_ms: int,
         idempotency_key: str,
-        input_text: str | None = None,
     ) -> None:
         self.__dict__.update(seq=seq, key=key, executor=executor, input=input,
                              superstep=superstep, clock_ms=clock_ms,
-                             idempotency_key=idempotency_key, input_text=input_text)  # fmt: skip
+                             idempotency_key=idempotency_key)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from json.encoder import encode_basestring as _quote
 from typing import Any
 
 from plait.core.canonical import JSON, digest, dumps, loads
+from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, whole_text
+from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, decode_row, whole_text
 from plait.store.packed import pack
 from plait.store.records import (
     CheckpointMeta,
@@ -42,6 +43,12 @@ JOURNAL_COLUMNS = ("item", "journal_key", "executor", "record_kind", "superstep"
 """Columns of a journal row after ``(run_id, seq)``, as ``write_row`` orders them."""
 
 Row = tuple[Any, ...]
+
+RAW_COLUMNS = ("seq", "item", "journal_key", "executor", "record_kind", "superstep", "sha256",
+               "size", "payload")  # fmt: skip
+"""Columns of a journal row as ``JournalRows`` holds it: what a replay of the run reads
+(a checkpoint's payload is read as NULL: its bytes are read on demand)."""
+SEQ, ITEM, KEY, EXECUTOR, KIND, SUPERSTEP, SHA256, SIZE, PAYLOAD = range(len(RAW_COLUMNS))
 
 MAY_BE_SET: dict[str, tuple[bool, ...]] = {
     "intent": (True, True, True, False, True, True, True, False, False, False, True),
@@ -109,16 +116,14 @@ def write_row(write: Write, encode: RowEncoder) -> Row:
 
 
 def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON]) -> None:
-    """Append the record a journal row (JOURNAL_COLUMNS values) stands for."""
+    """Append the record a journal row (JOURNAL_COLUMNS values) stands for; a row that does
+    not decode raises as ``JournalRows.check`` does."""
     item, key_text, executor, record_kind, superstep, clock_ms = row[:6]
     idempotency_key, journal_bytes, sha, size, payload = row[6:]
     if item == "intent":
         key = key_of(key_text)
-        text = payload[5:-1] if payload.startswith('{"j":') else None  # chunks.whole_text
         journal.intents.append(
-            IntentRecord(
-                seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key, text
-            )
+            IntentRecord(seq, key, executor, decode(payload), superstep, clock_ms, idempotency_key)
         )
     elif item == "result":
         key = key_of(key_text)
@@ -129,6 +134,121 @@ def add_row(journal: Journal, seq: int, row: Row, decode: Callable[[str], JSON])
         journal.records.append(Record(seq, record_kind, decode(payload)))
     else:
         raise ValueError(f"unknown journal item {item!r} at seq {seq}")
+
+
+def corrupted_journal(run_id: str, exc: ValueError) -> PlaitError:
+    """PLAIT-E010 for a journal row that does not decode (``ChunkError``,
+    ``CanonicalJSONError``, a malformed key)."""
+    return PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}")
+
+
+class JournalRows:
+    """A run's journal as its rows (``RAW_COLUMNS``, in seq order), each row's payload
+    parsed only when its reader asks for its value: a replay (verify) reaches most rows
+    once, in order, and compares some of them as text without parsing them at all.
+
+    Reading lazily must not change what a corrupt row does: reading the whole journal at
+    once (``load_journal``) raises PLAIT-E010 for the first row in seq order that does not
+    decode, before anything else. So a reader calls ``check`` before it reports anything,
+    and when anything it does raises: ``check`` decodes every row not read yet, in seq
+    order, and raises what ``load_journal`` raises for the first that does not decode.
+
+    A payload kept whole (``chunks.whole_text``: nearly every row) is parsed from its own
+    text: text that starts as one decodes, or fails to, without reading any node
+    (``chunks.decode`` of an object tagged ``j`` reads none). Any other payload may name
+    nodes: the store decoded it in its read (``cut``, by row index: its value, or what
+    decoding it raised, raised again only when the row is read or checked).
+    """
+
+    __slots__ = ("_cut", "_read", "checkpoints", "intents", "records", "result_keys",
+                 "results", "rows", "run_id")  # fmt: skip
+
+    def __init__(self, run_id: str, rows: list[Row], cut: dict[int, JSON | Exception]) -> None:
+        self.run_id = run_id
+        self.rows = rows
+        self._cut = cut
+        self._read: set[int] = set()
+        """Rows whose payload is known to decode (and key, for an intent or a result)."""
+        self.checkpoints: list[int] = []
+        """Indexes in ``rows`` of the checkpoints, of the records, in seq order."""
+        self.records: list[int] = []
+        self.intents: dict[JournalKey, int] = {}
+        """By key, the index of its intent, of its result (the last row, as ``Journal``)."""
+        self.results: dict[JournalKey, int] = {}
+        self.result_keys: dict[str, JournalKey] = {}
+        """The keys of ``results`` by their ``journal_key`` text (a feed names them so)."""
+        try:
+            self._sort_rows()
+        except Exception:
+            self.check()
+            raise
+
+    def _sort_rows(self) -> None:
+        for index, row in enumerate(self.rows):
+            item = row[ITEM]
+            if item == "checkpoint":
+                self.checkpoints.append(index)
+            elif item == "record":
+                self.records.append(index)
+            elif item == "intent":
+                self.intents[key_of(row[KEY])] = index
+            elif item == "result":
+                key = self.result_keys[row[KEY]] = key_of(row[KEY])
+                self.results[key] = index
+
+    def value(self, index: int) -> JSON:
+        """The value of row ``index``'s payload (its key was parsed already)."""
+        value = self._payload(index)
+        self._read.add(index)
+        return value
+
+    def _payload(self, index: int) -> JSON:
+        if index in self._cut:
+            value = self._cut[index]
+            if isinstance(value, Exception):
+                raise value
+            return value
+        return decode_row(self.rows[index][PAYLOAD], _no_node_read)
+
+    def whole_text(self, index: int) -> str | None:
+        """The text of row ``index``'s value when the row keeps it whole (``whole_text``):
+        its canonical JSON as the writer made it; None for a value kept otherwise."""
+        payload: str = self.rows[index][PAYLOAD]
+        if payload.startswith(WHOLE_PREFIX) and payload.endswith("}"):
+            return payload[len(WHOLE_PREFIX) : -1]
+        return None
+
+    def read_as_text(self, index: int) -> None:
+        """Row ``index`` was read from its ``whole_text`` alone, which its reader found
+        decodes (to the value it stands for): ``check`` need not decode it."""
+        self._read.add(index)
+
+    def check(self) -> None:
+        """Decode every row not read yet, in seq order: PLAIT-E010 (or what else
+        ``load_journal`` would raise) for the first that does not decode."""
+        read = self._read
+        try:
+            for index, row in enumerate(self.rows):
+                if index not in read:
+                    self._check_row(index, row)
+                    read.add(index)
+        except ValueError as exc:
+            raise corrupted_journal(self.run_id, exc) from exc
+
+    def _check_row(self, index: int, row: Row) -> None:
+        """Decode row ``index`` as ``add_row`` decodes its record, key first."""
+        item = row[ITEM]
+        if item == "intent" or item == "result":
+            key_of(row[KEY])
+            self._payload(index)
+        elif item == "record":
+            self._payload(index)
+        elif item != "checkpoint":
+            raise ValueError(f"unknown journal item {item!r} at seq {row[SEQ]}")
+
+
+def _no_node_read(digest: str) -> bytes:
+    raise AssertionError(f"a payload kept whole named node {digest}: chunks.decode changed")
 
 
 @lru_cache(maxsize=4096)

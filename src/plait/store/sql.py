@@ -29,7 +29,15 @@ from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
 from plait.store.packed import PACKED_PREFIX, unpack
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
-from plait.store.rows import JOURNAL_COLUMNS, RUN_COLUMNS, add_row, run_from_row
+from plait.store.rows import (
+    JOURNAL_COLUMNS,
+    RAW_COLUMNS,
+    RUN_COLUMNS,
+    JournalRows,
+    add_row,
+    corrupted_journal,
+    run_from_row,
+)
 
 
 class Cursor(Protocol):
@@ -91,6 +99,13 @@ JOURNAL_ROWS = (
 )
 """A run's journal rows after a seq, unordered (``SELECT_ROWS`` orders them)."""
 SELECT_ROWS = JOURNAL_ROWS + " ORDER BY seq"
+RAW_ROWS = (
+    f"SELECT {', '.join(RAW_COLUMNS[:-1])},"
+    " CASE WHEN item = 'checkpoint' THEN NULL ELSE payload END FROM journal"
+    " WHERE run_id = ?"
+)
+"""A run's journal rows as ``JournalRows`` holds them, unordered: only the columns a replay
+reads (every column a row carries costs its fetch)."""
 LEASE_LIST = "host, pid, started_ms, token, expires_ms"
 UPSERT_LEASE = (
     "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"
@@ -311,8 +326,34 @@ def journal_of(
         for row in rows:
             add_row(journal, row[0], row[1:], reader.decode)
     except ValueError as exc:  # ChunkError, CanonicalJSONError, a malformed key
-        raise PlaitError("E010", f"journal of run '{run_id}' is corrupted: {exc}") from exc
+        raise corrupted_journal(run_id, exc) from exc
     return journal
+
+
+def journal_rows_of(
+    conn: Connection, d: Dialect, run_id: str, rows: list[Any], reader: NodeReader
+) -> JournalRows:
+    """The journal ``rows`` (``RAW_COLUMNS``, in seq order) hold, read lazily; PLAIT-E017
+    when there are none and the run does not exist. Payloads not kept whole may name
+    nodes: they are decoded now, in the store's read, as ``load_journal`` decodes them
+    (each row its own fresh value), what decoding one raised kept for when it is read."""
+    if not rows:
+        require_run(conn, d, run_id)
+    cut = [
+        (index, payload)
+        for index, row in enumerate(rows)
+        if (payload := row[-1]) is not None
+        and not (payload.startswith(WHOLE_PREFIX) and payload.endswith("}"))
+    ]
+    decoded: dict[int, JSON | Exception] = {}
+    if cut:
+        reader.prefetch(payload for _, payload in cut)
+        for index, payload in cut:
+            try:
+                decoded[index] = reader.decode(payload)
+            except Exception as exc:  # raised again when the row is read or checked
+                decoded[index] = exc
+    return JournalRows(run_id, rows, decoded)
 
 
 def read_checkpoint(

@@ -46,7 +46,7 @@ from plait.store.records import (
     TokenRow,
     Write,
 )
-from plait.store.rows import RUN_COLUMNS, Row, key_text, run_row, write_row
+from plait.store.rows import RUN_COLUMNS, JournalRows, Row, key_text, run_row, write_row
 from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import SQLITE
 from plait.store.sqlite_inserts import ROWS_PER_INSERT, first_duplicate, insert_fenced, insert_rows
@@ -66,6 +66,7 @@ _RUN_AND_LEASE = (
     " FROM runs r LEFT JOIN leases l ON l.run_id = r.run_id WHERE r.run_id = :run"
 )
 _PAYLOAD_COLUMNS = (("journal", "payload"), ("manifests", "payload"), ("nodes", "data"))
+_RAW_ROWS = sql.RAW_ROWS + " ORDER BY seq"
 
 
 _TURNS = "conversation_runs"
@@ -483,6 +484,11 @@ class SqliteStore:
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         with self._lock, self._read() as conn:
             return sql.load_journal(conn, SQLITE, run_id, after_seq, NodeFetcher(conn))
+
+    def journal_rows(self, run_id: str) -> JournalRows:
+        with self._lock, self._read() as conn:
+            rows = conn.execute(_RAW_ROWS, (run_id,)).fetchall()
+            return sql.journal_rows_of(conn, SQLITE, run_id, rows, NodeFetcher(conn))
 
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
         by_text = {key_text(key): key for key in keys}

@@ -1,0 +1,202 @@
+"""``Store.journal_rows``: a run's journal read in one query and parsed lazily (verify).
+
+Its rows must hold what ``load_journal`` reads, and reading lazily must not change what a
+corrupt row does: ``check`` raises what ``load_journal`` raises, for the first row in seq
+order that does not decode, whichever row the reader touched first. Every test runs on
+SQLite and PostgreSQL (``backend``)."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from plait.core.canonical import dumpb
+from plait.core.keys import JournalKey
+from plait.store import (
+    CheckpointWrite,
+    IntentWrite,
+    RecordWrite,
+    ResultWrite,
+    RunInfo,
+    Store,
+)
+from plait.store.rows import KIND, SEQ, JournalRows
+
+if TYPE_CHECKING:
+    from conftest import Backend
+
+BIG = {"docs": [random.Random(5).randbytes(512).hex() + str(n) for n in range(20)]}
+"""An input cut into nodes: its row's payload names them (not kept whole)."""
+
+
+def new_run(store: Store) -> None:
+    store.create_run(RunInfo("r1", "wf", "running", "alice", None, 1, 1, None), {"plan": {}})
+
+
+def key(node: str) -> JournalKey:
+    return JournalKey("r1", "", node, 1, 0, "tool")
+
+
+def intent(k: JournalKey, value: Any = None) -> IntentWrite:
+    return IntentWrite(k, "tool:t", {"x": 1} if value is None else value, 1, 5, "idem")
+
+
+def result(k: JournalKey, value: Any = "ok") -> ResultWrite:
+    return ResultWrite(k, {"Completed": {"result": value, "usage": {}}}, 7, 42)
+
+
+def checkpoint(superstep: int, state: Any) -> CheckpointWrite:
+    return CheckpointWrite(superstep, dumpb({"scheduler": state, "decisions": {}}))
+
+
+def _journal(store: Store) -> dict[str, int]:
+    """A run with a row of every kind, small and large: the seq of each, by name."""
+    new_run(store)
+    a, b = key(node="a"), key(node="b")
+    store.commit("r1", None, [RecordWrite("feed", {"events": [{"clock": 1}]}), intent(a)])
+    store.commit("r1", None, [result(a), checkpoint(1, {"n": 1}), intent(b, BIG)])
+    store.commit("r1", None, [result(b, BIG), RecordWrite("cancel", {"by": "x", "reason": ""})])
+    return {"feed": 1, "intent": 2, "result": 3, "checkpoint": 4, "big intent": 5,
+            "big result": 6, "cancel": 7}  # fmt: skip
+
+
+def _values(rows: JournalRows) -> list[Any]:
+    return [None if row[-1] is None else rows.value(i) for i, row in enumerate(rows.rows)]
+
+
+def test_rows_hold_what_load_journal_reads(store: Store) -> None:
+    _journal(store)
+    journal, rows = store.load_journal("r1"), store.journal_rows("r1")
+
+    assert [row[SEQ] for row in rows.rows] == [1, 2, 3, 4, 5, 6, 7]
+    assert [rows.rows[i][KIND] for i in rows.records] == ["feed", "cancel"]
+    assert [rows.rows[i][SEQ] for i in rows.checkpoints] == [4]
+    assert {k: rows.rows[i][SEQ] for k, i in rows.intents.items()} == {
+        i.key: i.seq for i in journal.intents
+    }
+    assert {k: rows.rows[i][SEQ] for k, i in rows.results.items()} == {
+        k: r.seq for k, r in journal.results.items()
+    }
+    by_seq = {i.seq: i.input for i in journal.intents}
+    by_seq |= {r.seq: r.outcome for r in journal.results.values()}
+    by_seq |= {r.seq: r.body for r in journal.records}
+    assert _values(rows) == [by_seq.get(row[SEQ]) for row in rows.rows]
+    assert rows.whole_text(1) == '{"x":1}' and rows.whole_text(4) is None  # BIG: cut
+    rows.check()
+
+
+def test_an_empty_journal_and_an_unknown_run(store: Store) -> None:
+    new_run(store)
+    assert store.journal_rows("r1").rows == []
+    unknown = _raised(lambda: store.load_journal("nope"))
+    assert str(_raised(lambda: store.journal_rows("nope"))) == str(unknown)
+    assert getattr(unknown, "code", None) == "E017"
+
+
+CORRUPTIONS = {
+    "a feed's text": ("feed", '"events":', '"events":]'),
+    "an intent's text": ("intent", '{"x":1}', '{"x":1'),
+    "a result's text": ("result", '"usage"', '"usage'),
+    "another record's text": ("cancel", '"reason":""', '"reason":'),
+    "an intent's key": ("intent", '"attempt":1', '"attempt":1,'),
+    "a key missing a field": ("result", '"attempt":1,', ""),
+    "a whole payload of no container": ("intent", '{"j":{"x":1}}', '{"j":"x"}'),
+    "a cut payload naming no node": ("intent", '{"j":{"x":1}}', '{"r":"' + "0" * 64 + '"}'),
+}
+
+
+@pytest.mark.parametrize("where", sorted(CORRUPTIONS))
+def test_a_corrupt_row_raises_what_load_journal_raises(backend: Backend, where: str) -> None:
+    store = backend.open()
+    try:
+        seqs = _journal(store)
+        name, old, new = CORRUPTIONS[where]
+        _tamper(backend, seqs[name], old, new)
+        with pytest.raises(Exception) as whole:
+            store.load_journal("r1")
+        with pytest.raises(Exception) as lazy:
+            rows = store.journal_rows("r1")  # a malformed key raises here already
+            for index in reversed(range(len(rows.rows))):  # the last row read first
+                try:
+                    rows.value(index)
+                except Exception:
+                    rows.check()
+                    raise
+            rows.check()
+        assert type(lazy.value) is type(whole.value)
+        assert str(lazy.value) == str(whole.value)
+    finally:
+        store.close()
+
+
+def test_the_first_corrupt_row_in_seq_order_is_the_one_reported(backend: Backend) -> None:
+    store = backend.open()
+    try:
+        seqs = _journal(store)
+        _tamper(backend, seqs["feed"], '"events":', '"events":]')
+        _tamper(backend, seqs["result"], '"usage"', '"usage')
+        expected = str(_raised(lambda: store.load_journal("r1")))
+        rows = store.journal_rows("r1")
+        _raised(lambda: rows.value(2))  # the result: read first, it raises itself
+        assert str(_raised(rows.check)) == expected  # but the feed before it is reported
+    finally:
+        store.close()
+
+
+def test_a_cut_payload_whose_node_is_gone_raises_when_read(backend: Backend) -> None:
+    """Nodes are read in the rows' own transaction; a bad one raises only when read."""
+    store = backend.open()
+    try:
+        _journal(store)
+        assert backend.corrupt_nodes(BIG["docs"][3][:16].encode()) > 0
+        expected = str(_raised(lambda: store.load_journal("r1")))
+        rows = store.journal_rows("r1")  # no error yet: nothing was read
+        rows.value(0)
+        assert str(_raised(lambda: rows.value(4))).endswith(expected.split(": ", 1)[1])
+        assert str(_raised(rows.check)) == expected
+    finally:
+        store.close()
+
+
+def test_rows_read_as_text_are_not_parsed_again(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _journal(store)
+    rows = store.journal_rows("r1")
+    decoded: list[int] = []
+    payload = JournalRows._payload
+    monkeypatch.setattr(
+        JournalRows, "_payload", lambda self, index: decoded.append(index) or payload(self, index)
+    )
+    for index in range(len(rows.rows)):
+        if index != 1:
+            rows.read_as_text(index)
+    rows.check()
+    assert decoded == [1]
+
+
+def test_rows_of_one_cut_payload_read_as_values_of_their_own(store: Store) -> None:
+    """Two intents of one large input share their payload's text (and nodes): each row
+    still reads as a fresh value, as ``load_journal`` reads them (a replay may change one)."""
+    _journal(store)
+    store.commit("r1", None, [intent(key(node="c"), BIG)])
+    rows = store.journal_rows("r1")
+    first, second = rows.intents[key("b")], rows.intents[key("c")]
+    assert rows.rows[first][-1] == rows.rows[second][-1]
+    assert rows.value(first) == rows.value(second) == BIG
+    assert rows.value(first) is not rows.value(second)
+
+
+def _tamper(backend: Backend, seq: int, old: str, new: str) -> None:
+    """Replace ``old`` with ``new`` in journal row ``seq``'s payload, or its key column
+    when the payload lacks it."""
+    backend.tamper_checkpoint_payload("r1", seq, old, new)
+    backend.tamper_journal_key("r1", seq, old, new)
+
+
+def _raised(action: Any) -> BaseException:
+    with pytest.raises(Exception) as caught:
+        action()
+    return caught.value
