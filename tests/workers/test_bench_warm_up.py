@@ -20,13 +20,6 @@ from plait.driver.worker import Worker
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "workers.py"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/plait.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 @pytest.fixture
 def bench(tmp_path: Path) -> Iterator[ModuleType]:
     """bench/workers.py as a module, with its flow and tools written to ``tmp_path``."""

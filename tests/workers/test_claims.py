@@ -38,13 +38,6 @@ TTL = 1_000
 HOUR = 3_600_000
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/plait.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 @pytest.fixture
 def store(db: str) -> Iterator[Any]:
     opened = open_store(db)
