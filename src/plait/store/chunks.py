@@ -144,6 +144,14 @@ def whole_text(text: str) -> str:
     return WHOLE_PREFIX + text + "}"
 
 
+def kept_whole(payload: str) -> str | None:
+    """The inverse of ``whole_text``: the value's text when ``payload`` keeps it whole,
+    else None (a value cut into nodes)."""
+    if payload.startswith(WHOLE_PREFIX) and payload.endswith("}"):
+        return payload[len(WHOLE_PREFIX) : -1]
+    return None
+
+
 def encode_text(
     value: JSON,
     *,

@@ -16,7 +16,15 @@ from typing import Any
 from plait.core.canonical import JSON, digest, dumps, loads
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
-from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, RowEncoder, decode_row, whole_text
+from plait.store.chunks import (
+    SMALL_LIMIT,
+    WHOLE_PREFIX,
+    Cut,
+    RowEncoder,
+    decode_row,
+    kept_whole,
+    whole_text,
+)
 from plait.store.packed import pack
 from plait.store.records import (
     CheckpointMeta,
@@ -213,10 +221,7 @@ class JournalRows:
     def whole_text(self, index: int) -> str | None:
         """The text of row ``index``'s value when the row keeps it whole (``whole_text``):
         its canonical JSON as the writer made it; None for a value kept otherwise."""
-        payload: str = self.rows[index][PAYLOAD]
-        if payload.startswith(WHOLE_PREFIX) and payload.endswith("}"):
-            return payload[len(WHOLE_PREFIX) : -1]
-        return None
+        return kept_whole(self.rows[index][PAYLOAD])
 
     def read_as_text(self, index: int) -> None:
         """Row ``index`` was read from its ``whole_text`` alone, which its reader found

@@ -24,7 +24,13 @@ from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.core.merkle import merkle_digest
 from plait.store.base import corrupted_checkpoint, unknown_run
-from plait.store.chunks import WHOLE_PREFIX, HashMemo, RowEncoder, collecting_encoder
+from plait.store.chunks import (
+    WHOLE_PREFIX,
+    HashMemo,
+    RowEncoder,
+    collecting_encoder,
+    kept_whole,
+)
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
 from plait.store.packed import PACKED_PREFIX, unpack
@@ -342,8 +348,7 @@ def journal_rows_of(
     cut = [
         (index, payload)
         for index, row in enumerate(rows)
-        if (payload := row[-1]) is not None
-        and not (payload.startswith(WHOLE_PREFIX) and payload.endswith("}"))
+        if (payload := row[-1]) is not None and kept_whole(payload) is None
     ]
     decoded: dict[int, JSON | Exception] = {}
     if cut:
