@@ -8,9 +8,9 @@ form: they read, verify and resume exactly as before, and new runs are of epoch 
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +23,12 @@ from plait.driver.checkpoints import decode_checkpoint, read_checkpoint
 from plait.driver.defaults import ENGINE_EPOCH
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "epoch3"
-sys.path.insert(0, str(FIXTURE))
-import flows  # noqa: E402  (the fixture's workflows, by run id)
+# The fixture's workflows, by run id: loaded by path, as module ``flows`` (the name their
+# tools were pinned under), kept out of sys.modules where the epoch-2 fixture's ``flows`` is.
+_spec = importlib.util.spec_from_file_location("flows", FIXTURE / "flows.py")
+assert _spec is not None and _spec.loader is not None
+flows = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(flows)
 
 T0 = 1_767_225_600_000
 LATER = T0 + 3_600_000  # past the crashed drive's lease
