@@ -200,7 +200,7 @@ def test_an_epoch_2_run_killed_with_its_turn_journaled_resumes_and_verifies(
     (body,) = provider.requests  # killed before the turn was sent: sent once, on resume
     system = body["messages"][0]["content"] if api == "openai" else body["system"]
     assert system == INSTRUCTION
-    assert '"engine_epoch":3' in manifest_payload(cli)
+    assert '"engine_epoch":4' in manifest_payload(cli)
 
 
 def manifest_payload(cli: Cli) -> str:
@@ -217,15 +217,15 @@ def pinned_epoch(cli: Cli, epoch: int) -> None:
     db = sqlite3.connect(cli.db_file)
     try:
         payload = manifest_payload(cli)
-        assert '"engine_epoch":3' in payload
-        changed = payload.replace('"engine_epoch":3', f'"engine_epoch":{epoch}')
+        assert '"engine_epoch":4' in payload
+        changed = payload.replace('"engine_epoch":4', f'"engine_epoch":{epoch}')
         db.execute("UPDATE manifests SET payload = ? WHERE run_id = 'r1'", (changed,))
         db.commit()
     finally:
         db.close()
 
 
-@pytest.mark.parametrize("epoch", [1, 2, 3])
+@pytest.mark.parametrize("epoch", [1, 2, 3, 4])
 def test_a_run_resumes_and_verifies_under_the_epoch_its_manifest_pins(
     cli: Cli, provider: FakeProvider, epoch: int
 ):
@@ -246,8 +246,8 @@ def test_a_run_resumes_and_verifies_under_the_epoch_its_manifest_pins(
     )  # fmt: skip
     assert crashed.returncode == -signal.SIGKILL, crashed
     # Killed before the tool ran: nothing journaled yet depends on the epoch, so the run
-    # stands for one written by an older plait (epochs 1 and 2) as well as for today's.
-    if epoch < 3:
+    # stands for one written by an older plait (epochs 1 to 3) as well as for today's.
+    if epoch < 4:
         pinned_epoch(cli, epoch)
 
     resumed = cli("resume", "r1")

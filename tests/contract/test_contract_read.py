@@ -195,15 +195,15 @@ def test_verify_refusals(cli: Cli):
     assert (nothing.exit_code, nothing.code) == (2, "PLAIT-E019")
 
 
-@pytest.mark.parametrize("epoch", [0, 4, 999])
+@pytest.mark.parametrize("epoch", [0, 5, 999])
 def test_a_run_of_an_unknown_engine_epoch_is_neither_resumed_nor_verified(cli: Cli, epoch: int):
     cli.run("approval.yaml", "r1")
     db = sqlite3.connect(cli.db_file)
     (payload,) = db.execute("SELECT payload FROM manifests WHERE run_id = 'r1'").fetchone()
-    assert '"engine_epoch":3' in payload, payload  # new runs are written by epoch 3
+    assert '"engine_epoch":4' in payload, payload  # new runs are written by epoch 4
     db.execute(
         "UPDATE manifests SET payload = ? WHERE run_id = 'r1'",
-        (payload.replace('"engine_epoch":3', f'"engine_epoch":{epoch}'),),
+        (payload.replace('"engine_epoch":4', f'"engine_epoch":{epoch}'),),
     )
     db.commit()
     db.close()

@@ -20,7 +20,7 @@ from plait.core.env import BUDGET_AXES
 from plait.core.keys import KINDS, JournalKey
 from plait.core.node_states import EdgeRes, NodeState
 from plait.core.pending import PendingAsk, SendTask
-from plait.core.state import DecisionRecord, SchedulerState
+from plait.core.state import IDLE, DecisionRecord, SchedulerState
 
 small = st.integers(min_value=0, max_value=10**6)
 text = st.text(max_size=8)
@@ -274,3 +274,96 @@ def test_a_flow_of_a_run_without_optional_features_writes_none_of_their_keys():
         "unknown_strikes",
         "last_prompt_tokens",
     }
+
+
+# --- the compact form (engine epoch 4) ---------------------------------------------
+
+PLAIN_DEFAULTS: list[Any] = [None, 0, False, "", [], {}]
+
+
+def assert_no_plain_default(
+    full: Any, compact: Any, required: set[str], nullable: frozenset[str] = frozenset()
+) -> None:
+    """Every key the compact form leaves out is at a plain default in the full form, and
+    no key it keeps (but a required one) is at its default: None for ``nullable`` ones
+    (whose 0 is kept), else 0 or empty."""
+    assert set(compact) <= set(full)
+    for key, value in full.items():
+        if key not in compact:
+            assert any(value == d and type(value) is type(d) for d in PLAIN_DEFAULTS), key
+        elif key in nullable:
+            assert compact[key] is not None, key
+        elif key not in required:
+            assert compact[key] not in PLAIN_DEFAULTS, key
+
+
+@settings(max_examples=300, deadline=None)
+@given(states())
+def test_the_compact_form_reads_back_to_the_same_state_and_bytes(value: dict[str, Any]):
+    state = SchedulerState.from_json(value)
+    compact = state.to_compact_json()
+    again = SchedulerState.from_json(compact)
+    assert again == state
+    assert dumpb(again.to_compact_json()) == dumpb(compact)
+    assert dumpb(again.to_json()) == dumpb(value)  # the full form is not changed by it
+    required = {"run_id", "superstep", "phase", "node_gen", "node_state", "in_res"}
+    required |= {"edge_fired", "attempt", "attempt_base", "context", "spent"}
+    full = state.to_json()
+    nullable = frozenset({"wall_open", "paused_at", "cancel", "exhausted", "failed"})
+    assert_no_plain_default(full, compact, required, nullable)
+    assert_no_plain_default(full["spent"], compact["spent"], set())
+    for key, flow in full["abstract_flows"].items():
+        kept = {"node", "attempt", "need"}  # no default, or one that is not plain
+        nullable = frozenset({"folding", "deciding", "offer", "governance"})
+        assert_no_plain_default(flow, compact["abstract_flows"][key], kept, nullable)
+
+
+@settings(max_examples=100, deadline=None)
+@given(records)
+def test_a_compact_decision_record_reads_back_and_leaves_empty_lists_out(value: dict[str, Any]):
+    record = DecisionRecord.from_json(value)
+    compact = record.to_compact_json()
+    assert DecisionRecord.from_json(compact) == record
+    assert dumpb(DecisionRecord.from_json(compact).to_json()) == dumpb(value)
+    assert_no_plain_default(record.to_json(), compact, {"superstep", "clock_open_ms"})
+
+
+def test_a_fresh_state_in_the_compact_form_holds_only_what_has_no_plain_default():
+    state = SchedulerState(
+        run_id="r",
+        superstep=0,
+        phase=IDLE,
+        node_gen=[0],
+        node_state=[NodeState.WAITING],
+        in_res=[{}],
+        edge_fired=[],
+        attempt=[0],
+        attempt_base=[0],
+        context={},
+    )
+    assert dumpb(state.to_compact_json()) == (
+        b'{"attempt":[0],"attempt_base":[0],"context":{},"edge_fired":[],"in_res":[{}],'
+        b'"node_gen":[0],"node_state":["Waiting"],"phase":"Idle","run_id":"r","spent":{},'
+        b'"superstep":0}'
+    )
+    assert SchedulerState.from_json(state.to_compact_json()) == state
+    assert len(state.to_json()) == len(state.to_compact_json()) + 10
+
+
+def test_a_timestamp_of_zero_is_kept_and_only_none_is_left_out():
+    state = SchedulerState(
+        run_id="r",
+        superstep=0,
+        phase=IDLE,
+        node_gen=[],
+        node_state=[],
+        in_res=[],
+        edge_fired=[],
+        attempt=[],
+        attempt_base=[],
+        context={},
+        wall_open=0,
+    )
+    compact = state.to_compact_json()
+    assert compact["wall_open"] == 0 and "paused_at" not in compact
+    assert SchedulerState.from_json(compact).wall_open == 0

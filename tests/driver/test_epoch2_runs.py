@@ -17,8 +17,9 @@ import pytest
 
 from plait import Runtime
 from plait.core.canonical import digest, dumpb
-from plait.core.state import SchedulerState
+from plait.core.state import DecisionRecord, SchedulerState
 from plait.driver.checkpoints import read_checkpoint
+from plait.driver.defaults import ENGINE_EPOCH
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "epoch2"
 sys.path.insert(0, str(FIXTURE))
@@ -69,19 +70,25 @@ def test_a_crashed_epoch_2_run_resumes_as_epoch_2_and_verifies(db, monkeypatch):
         assert rt.verify("grow-crashed").verified
 
 
-def test_a_new_run_of_the_same_workflow_is_epoch_3_with_merkle_digests(db, monkeypatch):
+def test_a_new_run_of_the_same_workflow_is_of_today_s_epoch_with_merkle_digests(db, monkeypatch):
     monkeypatch.setenv("PLAIT_NOW_MS", str(T0))  # the clock grow-done was recorded at
     with Runtime(db) as rt:
         rt.run_sync(flows.workflow("grow-done"), {"i": 0}, run_id="grow-new")
-        assert epoch_of(rt, "grow-new") == 3
+        assert epoch_of(rt, "grow-new") == ENGINE_EPOCH == 4
         new = rt.store.load_journal("grow-new").checkpoints
         old = rt.store.load_journal("grow-done").checkpoints
-        # the same states, the same bytes, other digests: only the digest's definition moved
+        # the same states, fewer bytes (epoch 4 leaves out fields at their default), other
+        # digests: only the digest's definition and the checkpoint's form moved
         for a, b in zip(old, new, strict=True):
-            assert rt.store.read_checkpoint("grow-done", a.seq).replace(
-                b"grow-done", b"grow-new"
-            ) == rt.store.read_checkpoint("grow-new", b.seq)
-            assert a.size + len("grow-new") - len("grow-done") == b.size
+            before = read_checkpoint(rt.store, "grow-done", a.seq)
+            after = read_checkpoint(rt.store, "grow-new", b.seq)
+            assert dumpb(before.scheduler.to_json()).replace(b"grow-done", b"grow-new") == dumpb(
+                after.scheduler.to_json()
+            )
+            assert DecisionRecord.from_json(before.decisions) == DecisionRecord.from_json(
+                after.decisions
+            )
+            assert b.size < a.size
             assert a.sha256 != b.sha256
         assert rt.verify("grow-new").verified
     conn = sqlite3.connect(db.removeprefix("sqlite:///"))

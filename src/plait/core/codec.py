@@ -7,6 +7,12 @@ how in its metadata (``json_field``): under which key, through which value codec
 nested records, tagged variants ``{"Variant": payload}``), and whether it is omitted
 while at its default, so a feature a run does not use leaves its bytes alone (§3.1).
 
+Each record has two encoders: ``encode``, the form every reader prints and checkpoints
+took up to engine epoch 3, and ``encode_compact``, the form of checkpoints from epoch 4
+(``COMPACT_EPOCH``), which also omits every field at a plain default (None, 0, False, an
+empty string or container), in nested records too. ``decode`` reads both: a missing key
+is the field's default.
+
 Per class the field handlers are worked out once (``RecordCodec``), when the module
 defining the class is imported, never per call: the durable loop encodes the state at
 every superstep. Key order is left to canonical JSON, which sorts keys.
@@ -40,6 +46,8 @@ class ValueCodec:
     enc: Enc | None = None
     dec: Dec | None = None
     skip: str = ""
+    compact: Enc | None = None
+    """The compact form's encoder, where it differs from ``enc`` (a record inside)."""
 
 
 class Absent(Enum):
@@ -78,20 +86,24 @@ def _same(value: Any) -> Any:
 def optional(inner: ValueCodec) -> ValueCodec:
     """None stays null; anything else goes through ``inner``."""
     enc, dec = _apply(inner, "enc"), _apply(inner, "dec")
+    compact = inner.compact
     return ValueCodec(
         None if inner.enc is None else (lambda v: None if v is None else enc(v)),
         None if inner.dec is None else (lambda v: None if v is None else dec(v)),
         "none",
+        None if compact is None else (lambda v: None if v is None else compact(v)),
     )
 
 
 def list_of(inner: ValueCodec) -> ValueCodec:
     """A list as an array, written as it is when its items are; read into a fresh list."""
     enc, dec = _apply(inner, "enc"), _apply(inner, "dec")
+    compact = inner.compact
     return ValueCodec(
         None if inner.enc is None else (lambda v: [enc(x) for x in v]),
         list if inner.dec is None else (lambda v: [dec(x) for x in v]),
         "empty",
+        None if compact is None else (lambda v: [compact(x) for x in v]),
     )
 
 
@@ -108,10 +120,12 @@ def tuple_of(*items: ValueCodec) -> ValueCodec:
 def dict_of(inner: ValueCodec) -> ValueCodec:
     """A str-keyed dict, written as it is when its values are; read into a fresh dict."""
     enc, dec = _apply(inner, "enc"), _apply(inner, "dec")
+    compact = inner.compact
     return ValueCodec(
         None if inner.enc is None else (lambda v: {k: enc(x) for k, x in v.items()}),
         dict if inner.dec is None else (lambda v: {k: dec(x) for k, x in v.items()}),
         "empty",
+        None if compact is None else (lambda v: {k: compact(x) for k, x in v.items()}),
     )
 
 
@@ -123,9 +137,11 @@ def int_keys(inner: ValueCodec = PLAIN) -> ValueCodec:
             lambda v: {str(k): x for k, x in v.items()},
             lambda v: {int(k): x for k, x in v.items()},
         )
+    compact = inner.compact
     return ValueCodec(
         lambda v: {str(k): enc(x) for k, x in v.items()},
         lambda v: {int(k): dec(x) for k, x in v.items()},
+        compact=None if compact is None else (lambda v: {str(k): compact(x) for k, x in v.items()}),
     )
 
 
@@ -136,8 +152,8 @@ def enum(cls: type[Enum]) -> ValueCodec:
 
 
 def nested(record: RecordCodec[Any]) -> ValueCodec:
-    """A record inside another, through its own codec."""
-    return ValueCodec(record.encode, record.decode)
+    """A record inside another, through its own codec (compact inside a compact one)."""
+    return ValueCodec(record.encode, record.decode, compact=record.encode_compact)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +170,9 @@ def tagged(*variants: Variant) -> ValueCodec:
     """A union of records, told apart by their tag."""
     units: dict[type[Any], str] = {v.cls: v.tag for v in variants if v.payload is None}
     payloads = {v.cls: (v.tag, _apply(v.payload, "enc")) for v in variants if v.payload}
+    compacts = {
+        v.cls: (v.tag, v.payload.compact or _apply(v.payload, "enc")) for v in variants if v.payload
+    }
     by_tag = {v.tag: v for v in variants}
 
     def enc(value: Any) -> JSON:
@@ -161,6 +180,13 @@ def tagged(*variants: Variant) -> ValueCodec:
         if unit is not None:
             return unit
         tag, payload = payloads[type(value)]
+        return {tag: payload(value)}
+
+    def compact(value: Any) -> JSON:
+        unit = units.get(type(value))
+        if unit is not None:
+            return unit
+        tag, payload = compacts[type(value)]
         return {tag: payload(value)}
 
     def dec(value: JSON) -> Any:
@@ -171,7 +197,8 @@ def tagged(*variants: Variant) -> ValueCodec:
         assert arm.payload is not None
         return _apply(arm.payload, "dec")(body)
 
-    return ValueCodec(enc, dec)
+    has_compact = any(v.payload is not None and v.payload.compact for v in variants)
+    return ValueCodec(enc, dec, compact=compact if has_compact else None)
 
 
 # --- records ----------------------------------------------------------------
@@ -214,7 +241,12 @@ class _Handler:
     omit: bool
     """Omitted while equal to ``default``."""
     default: Any
+    """The field's default (None when it has none: ``required``)."""
     required: bool
+    compact: Enc | None
+    """The compact form's value encoder, where it differs from ``enc``."""
+    omit_compact: bool
+    """Omitted in the compact form while equal to ``default``: ``omit``, or a plain default."""
 
 
 def _default_of(f: dataclasses.Field[Any]) -> Any:
@@ -226,6 +258,15 @@ def _default_of(f: dataclasses.Field[Any]) -> Any:
     raise TypeError(f"field {f.name} is omitted at its default but has none")
 
 
+_PLAIN_DEFAULTS = (bool, int, str, list, dict, set, tuple)
+
+
+def _plain_default(default: Any) -> bool:
+    """A default the compact form omits: None, or a false bool, int, string or container
+    (a value equal to it is exactly one that tests false, so the test is ``if x``)."""
+    return default is None or (type(default) in _PLAIN_DEFAULTS and not default)
+
+
 class RecordCodec(Generic[T]):
     """The encoder and decoder of one dataclass, worked out from its fields once.
 
@@ -234,7 +275,7 @@ class RecordCodec(Generic[T]):
     is encoded at every superstep, and a loop over handlers costs a quarter of a step.
     """
 
-    __slots__ = ("cls", "encode", "handlers")
+    __slots__ = ("cls", "encode", "encode_compact", "handlers")
 
     def __init__(self, cls: type[T]) -> None:
         self.cls = cls
@@ -246,6 +287,7 @@ class RecordCodec(Generic[T]):
             has_default = (
                 f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
             )
+            default = _default_of(f) if has_default else None
             handlers.append(
                 _Handler(
                     f.name,
@@ -254,12 +296,17 @@ class RecordCodec(Generic[T]):
                     spec.codec.dec,
                     spec.codec.skip,
                     spec.omit_default,
-                    _default_of(f) if spec.omit_default else None,
+                    default,
                     not has_default,
+                    spec.codec.compact,
+                    spec.omit_default or (has_default and _plain_default(default)),
                 )
             )
         self.handlers = tuple(handlers)
         self.encode: Callable[[T], dict[str, JSON]] = _compile_encoder(cls, self.handlers)
+        self.encode_compact: Callable[[T], dict[str, JSON]] = _compile_encoder(
+            cls, tuple(_compacted(h) for h in self.handlers)
+        )
 
     def decode(self, value: dict[str, JSON]) -> T:
         """Missing keys take the field's default (an omitted feature); a missing key of
@@ -272,6 +319,25 @@ class RecordCodec(Generic[T]):
             elif h.required:
                 raise KeyError(h.key)
         return self.cls(**kwargs)
+
+
+def _compacted(h: _Handler) -> _Handler:
+    """The handler of the compact form: its compact value encoder, omitted at a plain
+    default as well."""
+    if not h.omit_compact and h.compact is None:
+        return h
+    # _PLAIN: omitted while false (0, False, "" or empty); None stays "is not None".
+    default = h.default if h.omit or h.default is None else _PLAIN
+    return dataclasses.replace(h, enc=h.compact or h.enc, omit=h.omit_compact, default=default)
+
+
+class _Plain(Enum):
+    """The default of a field the compact form omits while its value tests false."""
+
+    PLAIN = "plain"
+
+
+_PLAIN = _Plain.PLAIN
 
 
 def _compile_encoder(cls: type[Any], handlers: tuple[_Handler, ...]) -> Callable[[Any], Any]:
@@ -296,11 +362,14 @@ def _compile_encoder(cls: type[Any], handlers: tuple[_Handler, ...]) -> Callable
             always.append(f"{h.key!r}: {read}")
             continue
         namespace[f"default{i}"] = h.default
-        test = "is not None" if h.default is None else f"!= default{i}"
+        if h.default is _PLAIN:
+            test = "x"
+        elif h.default is None:
+            test = "x is not None"
+        else:
+            test = f"x != default{i}"
         value = "x" if h.enc is None else f"enc{i}(x)"
-        omittable.append(
-            f"    x = v.{h.name}\n    if x {test}:\n        out[{h.key!r}] = {value}\n"
-        )
+        omittable.append(f"    x = v.{h.name}\n    if {test}:\n        out[{h.key!r}] = {value}\n")
     source = (
         f"def encode(v):\n    out = {{{', '.join(always)}}}\n{''.join(omittable)}    return out\n"
     )

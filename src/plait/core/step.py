@@ -63,7 +63,15 @@ from plait.core.outcomes import (
     run_stalled,
 )
 from plait.core.reducers import ReducerError
-from plait.core.state import IDLE, DecisionRecord, Finished, Idle, OpenPhase, SchedulerState
+from plait.core.state import (
+    COMPACT_EPOCH,
+    IDLE,
+    DecisionRecord,
+    Finished,
+    Idle,
+    OpenPhase,
+    SchedulerState,
+)
 from plait.core.transcript import Entry
 from plait.core.walk import deliver, propagate_death, stalled_culprit
 
@@ -501,8 +509,13 @@ def _finish(s: StepContext, outcome: RunOutcome) -> bool:
 
 def _checkpoint(s: StepContext, record: DecisionRecord) -> None:
     state = s.state
-    record_json: dict[str, Any] = record.to_json()
-    value = {"scheduler": state.to_json(), "decisions": record_json}
+    record_json: dict[str, Any]
+    if s.env.engine_epoch >= COMPACT_EPOCH:  # no field at a plain default (state.py)
+        record_json = record.to_compact_json()
+        value = {"scheduler": state.to_compact_json(), "decisions": record_json}
+    else:
+        record_json = record.to_json()
+        value = {"scheduler": state.to_json(), "decisions": record_json}
     if s.env.engine_epoch >= MERKLE_EPOCH:
         # Cut now, while the value is this superstep's: the step goes on changing the
         # state's lists. Unchanged subtrees come from the memo: no whole-state pass.

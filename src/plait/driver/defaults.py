@@ -13,14 +13,15 @@ from typing import Any
 from plait.core.errors import PlaitError
 from plait.driver.env_numbers import whole_number
 
-ENGINE_EPOCH = 3
+ENGINE_EPOCH = 4
 """The engine epoch new runs are written by; a run's manifest pins its own (§5.5)."""
-SUPPORTED_EPOCHS = frozenset({1, 2, 3})
+SUPPORTED_EPOCHS = frozenset({1, 2, 3, 4})
 """Every epoch this plait replays: each run verifies and resumes under the epoch it was
 written by (1: the instruction and input in one JSON user message; 2: the instruction as
 a system message, the input as a user message; 3: as 2, and a checkpoint's digest is the
-Merkle root of its content-addressed nodes, ``core.merkle``). A new epoch is added here
-and where the core asks ``StepEnv.engine_epoch`` (docs/versions.md)."""
+Merkle root of its content-addressed nodes, ``core.merkle``; 4: as 3, and a checkpoint
+leaves out every field at a plain default, ``core.state.COMPACT_EPOCH``). A new epoch is
+added here and where the core asks ``StepEnv.engine_epoch`` (docs/versions.md)."""
 DEFAULT_DB = "sqlite:///.plait/plait.db"
 DEFAULT_LEASE_TTL_MS = 30_000
 DEFAULT_RETRY_SLEEP_MAX_MS = 5_000

@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from plait.core.canonical import dumpb, loads
 from plait.core.migrate import Matching, reshaped
 from plait.core.plan import Plan
-from plait.core.state import DecisionRecord
+from plait.core.state import COMPACT_EPOCH, DecisionRecord
 from plait.driver.checkpoints import decode_checkpoint, encode_checkpoint
 
 
-def reshaper(old: Plan, new: Plan) -> Reshape | None:
-    """How checkpoints of ``old`` compare with a replay under ``new``; None for plans of one
-    shape (the same nodes and edges in the same places)."""
+def reshaper(old: Plan, new: Plan, epoch: int) -> Reshape | None:
+    """How checkpoints of ``old`` compare with a replay under ``new`` (a run of engine
+    ``epoch``); None for plans of one shape (the same nodes and edges in the same places)."""
     matching = Matching.of(old, new, {})
     if matching.is_identity(new):
         return None
     added_nodes = frozenset(range(len(new.nodes))) - set(matching.nodes)
     added_edges = frozenset(range(len(new.edges))) - set(matching.edges)
-    return Reshape(old, new, matching, added_nodes, added_edges)
+    return Reshape(old, new, matching, added_nodes, added_edges, epoch >= COMPACT_EPOCH)
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class Reshape:
     matching: Matching
     added_nodes: frozenset[int]
     added_edges: frozenset[int]
+    compact: bool
+    """The run's checkpoints leave out fields at their default (epoch 4): so do these."""
 
     def stored(self, data: bytes) -> bytes:
         """A stored checkpoint of the old plan in the new plan's shape (as it is when work
@@ -53,6 +55,10 @@ class Reshape:
         if placed is None:
             return data
         state, moved_record = placed
+        if self.compact:
+            return dumpb(
+                {"scheduler": state.to_compact_json(), "decisions": moved_record.to_compact_json()}
+            )
         return encode_checkpoint(state, moved_record.to_json())
 
     def masked(self, data: bytes) -> bytes:
@@ -67,9 +73,13 @@ class Reshape:
             for edge in sorted(self.added_edges):
                 if resolved.get(str(edge)) == "Dead":
                     del resolved[str(edge)]
-        decisions["edges"] = [
+        edges = [
             entry
             for entry in decisions.get("edges") or []
             if entry[0] not in self.added_edges or entry[2] == "Fired"
         ]
+        if edges or not self.compact:
+            decisions["edges"] = edges
+        else:
+            decisions.pop("edges", None)
         return dumpb(value)

@@ -472,5 +472,5 @@ def verify_with(host: Host, run_id: str, definition: RunDefinition) -> VerifyRep
         run_id,
         env,
         lambda index, raised: _pinned_env(host, run_id, manifests[index], None, raised),
-        reshaper(manifest_plan(manifest["workflow"]), env.plan),
+        reshaper(manifest_plan(manifest["workflow"]), env.plan, epoch),
     )
