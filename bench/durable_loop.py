@@ -172,13 +172,13 @@ def floor_loop_once(n: int, fenced: bool = True) -> tuple[float, int]:
 
     On plait's own schema (a file a plait store created, so the same table and indexes)
     and with the rows plait writes (same columns, payload and key texts, a checkpoint of
-    the same fields), each superstep: calls the tool and checks its result is JSON; merges
-    it and evaluates the loop's edge; takes the checkpoint's canonical bytes and SHA-256;
-    derives the next intent's idempotency key; then, in one BEGIN IMMEDIATE transaction,
-    reads the lease token and the last seq and inserts the wave's feed record, result,
-    checkpoint and next intent. No validation, no budgets, no governance, no tracing, no
-    generality: no engine can do less and keep §5.2's promises, so this is the bound a
-    ratio against LangGraph can reach on this machine.
+    the same fields as engine epoch 4's), each superstep: calls the tool and checks its
+    result is JSON; merges it and evaluates the loop's edge; takes the checkpoint's
+    canonical bytes and SHA-256; derives the next intent's idempotency key; then, in one
+    BEGIN IMMEDIATE transaction, reads the lease token and the last seq and inserts the
+    wave's feed record, result, checkpoint and next intent. No validation, no budgets, no
+    governance, no tracing, no generality: no engine can do less and keep §5.2's
+    promises, so this is the bound a ratio against LangGraph can reach on this machine.
 
     ``fenced`` (the floor since issue #22's third round, as plait's SQLite store commits a
     wave while it holds the lease): the transaction is one autocommitted INSERT whose
@@ -204,15 +204,14 @@ def floor_loop_once(n: int, fenced: bool = True) -> tuple[float, int]:
         # No checkpoint during the loop at all (plait moves it to a thread): a bound.
         conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         encode = _CANONICAL.encode
+        # The fields of plait's checkpoint from engine epoch 4, which leaves out those at a
+        # plain default (no asks, flows, cancel, failure; no tokens or money spent).
         scheduler: dict[str, Any] = {
-            "abstract_flows": {}, "announced_asks": [], "attempt": [0, 0],
-            "attempt_base": [0, 0], "cancel": None, "clock_ms": 0, "context": {"i": 0},
-            "edge_fired": [0, 0], "elapsed_ms": 0, "exhausted": None, "failed": None,
-            "in_res": [{"0": "Fired"}, {"1": "Dead"}], "node_gen": [0, 0],
-            "node_state": ["Ready", "Dead"], "paused_at": None, "pending_asks": {},
-            "phase": "Idle", "run_id": run, "superstep": 0, "wall_open": None,
-            "spent": {"input_tokens": 0, "output_tokens": 0, "storage_bytes": 0,
-                      "supersteps": 0, "usd_micros": 0, "wall_ms": 0},
+            "attempt": [0, 0], "attempt_base": [0, 0], "clock_ms": 0, "context": {"i": 0},
+            "edge_fired": [0, 0], "in_res": [{"0": "Fired"}, {"1": "Dead"}],
+            "node_gen": [0, 0], "node_state": ["Ready", "Dead"], "phase": "Idle",
+            "run_id": run, "superstep": 0,
+            "spent": {"storage_bytes": 0, "supersteps": 0, "wall_ms": 0},
         }  # fmt: skip
         usage = {"input_tokens": 0, "output_tokens": 0, "usd_micros": 0}
         t0 = time.perf_counter()
