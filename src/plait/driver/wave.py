@@ -107,16 +107,17 @@ async def drive(
         idempotency: dict[JournalKey, str] = {}
         finished = False
         for command in outcome.commands:
-            if isinstance(command, WriteIntent):
+            kind = type(command)  # the core's own command classes, never subclassed
+            if kind is WriteIntent:
                 idempotency[command.key] = journal.intent(command)
-            elif isinstance(command, Dispatch):
+            elif kind is Dispatch:
                 wave.append((command.key, journal.journaled_result(command.key), command))
-            elif isinstance(command, WriteCheckpoint):
+            elif kind is WriteCheckpoint:
                 journal.checkpoint(command)
-            elif isinstance(command, EmitEnvelope):
+            elif kind is EmitEnvelope:
                 journal.envelope(command)
                 asks.extend(command.asks)
-            elif isinstance(command, Finish):
+            elif kind is Finish:
                 finished = True
         if finished:
             journal.finish(state)
@@ -127,8 +128,15 @@ async def drive(
             watch(state, events, [(d, idempotency[d.key], known) for _, known, d in wave])
         if finished or not wave:
             return RunResult.of(state, asks)
-        settled: list[EffectOutcome | None] = [known for _, known, _ in wave]
-        live = [i for i, (_, known, _) in enumerate(wave) if known is None]
+        settled: list[EffectOutcome | None]
+        if len(wave) == 1:  # most waves: their one effect, without two lists to find it
+            _, known, d = wave[0]
+            alone = not _BESIDE_OTHERS.get()
+            settled = [known if known is not None else await execute(d, idempotency[d.key], alone)]
+            live = []
+        else:
+            settled = [known for _, known, _ in wave]
+            live = [i for i, (_, known, _) in enumerate(wave) if known is None]
         if len(live) == 1:
             d = wave[live[0]][2]
             alone = not _BESIDE_OTHERS.get()
