@@ -22,7 +22,7 @@ from plait.driver.defaults import DEFAULT_MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_E
 from plait.driver.feeds import FEED, encode_events, feed_text, outcome_text, wave_feed
 from plait.driver.wave import RunResult
 from plait.store.base import Store
-from plait.store.chunks import Cut, HashMemo, encode_text
+from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, HashMemo, encode_text
 from plait.store.records import (
     CheckpointWrite,
     IntentWrite,
@@ -160,6 +160,9 @@ class DurableJournal:
     def _cut_now(self, value: Any, text: str | None = None) -> Cut:
         """Encode ``value`` for the store now: it may share objects the next step changes.
         ``text``, if the caller has it, is ``value``'s canonical text."""
+        if text is not None and len(text) <= SMALL_LIMIT and type(value) is dict:
+            # kept whole, as ``encode_text`` keeps it (a result: nearly every one)
+            return _new_tuple(Cut, (WHOLE_PREFIX + text + "}", {}))
         root, nodes = encode_text(value, known=self._cut, memo=self._memo, text=text)
         if nodes:
             self._cutting.extend(nodes)
