@@ -144,16 +144,9 @@ class DurableJournal:
         self._intents.add(key)
         self._idempotency[key] = idem
         self._new_intents += 1
-        self._pending.append(
-            IntentWrite(
-                key=key,
-                executor=command.executor,
-                input=command.input,
-                superstep=command.superstep,
-                clock_ms=command.clock_ms,
-                idempotency_key=idem,
-                input_cut=cut,
-            )
+        self._pending.append(  # positional: a call with keywords costs more
+            IntentWrite(key, command.executor, command.input, command.superstep,
+                        command.clock_ms, idem, cut)  # fmt: skip
         )
         return idem
 
@@ -178,7 +171,7 @@ class DurableJournal:
         value = outcome.to_json()
         cut = self._cut_now(value, outcome_text(outcome))
         self._pending.append(
-            ResultWrite(key, value, clock_ms, journal_bytes(outcome), outcome_cut=cut)
+            ResultWrite(key, value, clock_ms, journal_bytes(outcome), cut)
         )
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
