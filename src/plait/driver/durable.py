@@ -144,10 +144,10 @@ class DurableJournal:
         self._intents.add(key)
         self._idempotency[key] = idem
         self._new_intents += 1
-        self._pending.append(  # positional: a call with keywords costs more
-            IntentWrite(key, command.executor, command.input, command.superstep,
-                        command.clock_ms, idem, cut)  # fmt: skip
+        write = IntentWrite(  # positional: a call with keywords costs more
+            key, command.executor, command.input, command.superstep, command.clock_ms, idem, cut
         )
+        self._pending.append(write)
         return idem
 
     def _cut_now(self, value: Any, text: str | None = None) -> Cut:
@@ -170,9 +170,7 @@ class DurableJournal:
             self._crash.passed("result")
         value = outcome.to_json()
         cut = self._cut_now(value, outcome_text(outcome))
-        self._pending.append(
-            ResultWrite(key, value, clock_ms, journal_bytes(outcome), cut)
-        )
+        self._pending.append(ResultWrite(key, value, clock_ms, journal_bytes(outcome), cut))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
         if command.size > self._max_checkpoint:  # the wave is dropped, not committed

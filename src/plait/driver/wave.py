@@ -107,17 +107,16 @@ async def drive(
         idempotency: dict[JournalKey, str] = {}
         finished = False
         for command in outcome.commands:
-            kind = type(command)  # the core's own command classes, never subclassed
-            if kind is WriteIntent:
+            if isinstance(command, WriteIntent):
                 idempotency[command.key] = journal.intent(command)
-            elif kind is Dispatch:
+            elif isinstance(command, Dispatch):
                 wave.append((command.key, journal.journaled_result(command.key), command))
-            elif kind is WriteCheckpoint:
+            elif isinstance(command, WriteCheckpoint):
                 journal.checkpoint(command)
-            elif kind is EmitEnvelope:
+            elif isinstance(command, EmitEnvelope):
                 journal.envelope(command)
                 asks.extend(command.asks)
-            elif kind is Finish:
+            elif isinstance(command, Finish):
                 finished = True
         if finished:
             journal.finish(state)
