@@ -31,7 +31,7 @@ from plait.core.events import (
 from plait.core.keys import JournalKey
 from plait.core.outcomes import Completed, Failed, Usage
 from plait.driver.effects import as_json_result
-from plait.driver.feeds import encode_events, feed_text, outcome_text
+from plait.driver.feeds import encode_events, feed_text, outcome_text, wave_feed
 from plait.store.rows import key_text
 
 KEY = JournalKey("run-1", "", "step", 3, 0, "tool")
@@ -76,6 +76,40 @@ def test_a_feed_written_piece_by_piece_is_its_canonical_text(events: list[Event]
 def test_a_journal_key_written_field_by_field_is_its_canonical_text(key: JournalKey) -> None:
     key_text.cache_clear()
     assert key_text(key) == canonical_text(key.to_json())
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [ClockReading(1_733_000_000_123), EffectResolved(KEY, Completed({"i": 1}))],
+        [
+            ClockReading(5),
+            EffectResolved(KEY, Completed(1)),
+            EffectResolved(TASK, Failed("Timeout", "x")),
+        ],
+        [ClockReading(0)],
+    ],
+)
+def test_a_waves_feed_built_in_one_pass_is_the_body_and_text_of_its_events(
+    events: list[Event],
+) -> None:
+    encoded = encode_events(events)
+    assert wave_feed(events) == ({"events": encoded}, canonical_text({"events": encoded}))
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        [],
+        [Start({"a": 1}), ClockReading(0)],
+        [ClockReading(0), CancelSeen("bob", "stop"), EffectResolved(KEY, Completed(1))],
+        [ClockReading(True), EffectResolved(KEY, Completed(1))],  # a bool: not a wave's clock
+        [ClockReading(1), EffectResolved(KEY, Completed(1)),
+         EffectResolved(JournalKey("r", "", "n", float("nan"), 0, "tool"), Completed(1))],  # type: ignore[arg-type]
+    ],
+)  # fmt: skip
+def test_any_other_batch_is_left_to_the_general_feed(events: list[Event]) -> None:
+    assert wave_feed(events) is None
 
 
 def test_a_feed_with_no_canonical_text_is_left_to_the_encoder() -> None:

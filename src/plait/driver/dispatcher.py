@@ -27,6 +27,10 @@ ChildRunner = Callable[[JournalKey, str, Any], Awaitable[EffectOutcome | None]]
 """Runs (or resumes) a subgraph's child run; None while the child is parked."""
 
 
+_TOOL_NAMES = 1024
+"""Executors a dispatcher remembers as tools (a drive's are few: its tools')."""
+
+
 class Dispatcher:
     """One per drive: holds the tool runner and, for workflows with LLM nodes, the model."""
 
@@ -42,6 +46,8 @@ class Dispatcher:
         self._llm = llm
         decides = bool((definition.llm or {}).get("decide"))
         self._decide = DecideRunner(definition) if decides else None
+        self._tool_names: dict[str, str] = {}
+        """Executors routed to a tool already, with the tool's name: asked first."""
 
     async def aclose(self) -> None:
         """Release what the drive started (MCP servers); call it when the drive ends."""
@@ -51,6 +57,9 @@ class Dispatcher:
         self, dispatch: Dispatch, idempotency_key: str, alone: bool
     ) -> Awaitable[EffectOutcome | None]:
         executor = dispatch.executor
+        tool = self._tool_names.get(executor)
+        if tool is not None:  # a tool node's tool, or a model's call of one, seen before
+            return self._tools.call(tool, dispatch, idempotency_key, alone)
         if executor.startswith(AGENT_PREFIX):
             if self._children is None:
                 raise RuntimeError("an agent was called but child runs need a Runtime")
@@ -67,9 +76,10 @@ class Dispatcher:
             if self._decide is None:
                 raise RuntimeError("a decide effect was dispatched but the run pins no backend")
             return self._decide(dispatch)
-        if executor.startswith(CALL_PREFIX):
-            executor = executor[len(CALL_PREFIX) :]
-        return self._tools.call(executor, dispatch, idempotency_key, alone)
+        tool = executor[len(CALL_PREFIX) :] if executor.startswith(CALL_PREFIX) else executor
+        if len(self._tool_names) < _TOOL_NAMES:
+            self._tool_names[executor] = tool
+        return self._tools.call(tool, dispatch, idempotency_key, alone)
 
 
 def dispatcher_for(

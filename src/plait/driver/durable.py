@@ -19,10 +19,10 @@ from plait.core.outcomes import EffectOutcome, journal_bytes, outcome_from_json
 from plait.core.state import SchedulerState
 from plait.driver.crash import CrashPoint
 from plait.driver.defaults import DEFAULT_MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_ENV
-from plait.driver.feeds import FEED, encode_events, feed_text, outcome_text
+from plait.driver.feeds import FEED, encode_events, feed_text, outcome_text, wave_feed
 from plait.driver.wave import RunResult
 from plait.store.base import Store
-from plait.store.chunks import Cut, HashMemo, encode_text
+from plait.store.chunks import SMALL_LIMIT, WHOLE_PREFIX, Cut, HashMemo, encode_text
 from plait.store.records import (
     CheckpointWrite,
     IntentWrite,
@@ -32,6 +32,8 @@ from plait.store.records import (
     StatusWrite,
     Write,
 )
+
+_new_tuple = tuple.__new__
 
 _CUT_LIMIT = 1 << 20
 """Node hashes a journal remembers as stored before it forgets them all."""
@@ -103,6 +105,13 @@ class DurableJournal:
 
     def feed(self, events: list[Event]) -> None:
         """Journal the batch of events the next step is fed (with the wave's other rows)."""
+        wave = None if self._first_feed else wave_feed(events)
+        if wave is not None:  # a wave's results (every feed but a drive's first, mostly)
+            unix_ms = events[0].unix_ms  # type: ignore[union-attr]
+            if unix_ms > self._clock_ms:
+                self._clock_ms = unix_ms
+            self._pending.append(RecordWrite(FEED, *wave))
+            return
         encoded = encode_events(events)
         body: dict[str, Any] = {"events": encoded}
         text = None if self._first_feed else feed_text(events, encoded)
@@ -135,25 +144,22 @@ class DurableJournal:
         self._intents.add(key)
         self._idempotency[key] = idem
         self._new_intents += 1
-        self._pending.append(
-            IntentWrite(
-                key=key,
-                executor=command.executor,
-                input=command.input,
-                superstep=command.superstep,
-                clock_ms=command.clock_ms,
-                idempotency_key=idem,
-                input_cut=cut,
-            )
+        write = IntentWrite(  # positional: a call with keywords costs more
+            key, command.executor, command.input, command.superstep, command.clock_ms, idem, cut
         )
+        self._pending.append(write)
         return idem
 
     def _cut_now(self, value: Any, text: str | None = None) -> Cut:
         """Encode ``value`` for the store now: it may share objects the next step changes.
         ``text``, if the caller has it, is ``value``'s canonical text."""
-        cut = Cut(*encode_text(value, known=self._cut, memo=self._memo, text=text))
-        self._cutting.extend(cut.nodes)
-        return cut
+        if text is not None and len(text) <= SMALL_LIMIT and type(value) is dict:
+            # kept whole, as ``encode_text`` keeps it (a result: nearly every one)
+            return _new_tuple(Cut, (WHOLE_PREFIX + text + "}", {}))
+        root, nodes = encode_text(value, known=self._cut, memo=self._memo, text=text)
+        if nodes:
+            self._cutting.extend(nodes)
+        return _new_tuple(Cut, (root, nodes))  # Cut(root, nodes) without its Python __new__
 
     def journaled_result(self, key: JournalKey) -> EffectOutcome | None:
         record = self._results.get(key)
@@ -164,9 +170,7 @@ class DurableJournal:
             self._crash.passed("result")
         value = outcome.to_json()
         cut = self._cut_now(value, outcome_text(outcome))
-        self._pending.append(
-            ResultWrite(key, value, clock_ms, journal_bytes(outcome), outcome_cut=cut)
-        )
+        self._pending.append(ResultWrite(key, value, clock_ms, journal_bytes(outcome), cut))
 
     def checkpoint(self, command: WriteCheckpoint) -> None:
         if command.size > self._max_checkpoint:  # the wave is dropped, not committed

@@ -127,8 +127,15 @@ async def drive(
             watch(state, events, [(d, idempotency[d.key], known) for _, known, d in wave])
         if finished or not wave:
             return RunResult.of(state, asks)
-        settled: list[EffectOutcome | None] = [known for _, known, _ in wave]
-        live = [i for i, (_, known, _) in enumerate(wave) if known is None]
+        settled: list[EffectOutcome | None]
+        if len(wave) == 1:  # most waves: their one effect, without two lists to find it
+            _, known, d = wave[0]
+            alone = not _BESIDE_OTHERS.get()
+            settled = [known if known is not None else await execute(d, idempotency[d.key], alone)]
+            live = []
+        else:
+            settled = [known for _, known, _ in wave]
+            live = [i for i, (_, known, _) in enumerate(wave) if known is None]
         if len(live) == 1:
             d = wave[live[0]][2]
             alone = not _BESIDE_OTHERS.get()

@@ -173,7 +173,7 @@ def encode_text(
             text = None  # the walk reports what is wrong
         else:
             if len(text) <= SMALL_LIMIT:
-                return whole_text(text), {}
+                return WHOLE_PREFIX + text + "}", {}  # whole_text, without its call
             text = None  # long keys: decided below as any other value
     if (
         text is None
@@ -186,7 +186,7 @@ def encode_text(
         except (ValueError, TypeError, RecursionError):
             text = None  # the walk reports what is wrong
     if text is not None and len(text) <= SMALL_LIMIT and type(value) in _CONTAINERS:
-        return whole_text(text), {}
+        return WHOLE_PREFIX + text + "}", {}
     cutter = _Cutter(known, memo, INLINE_LIMIT, PAGE_SIZE)
     return cutter.value(value), cutter.nodes
 

@@ -19,7 +19,6 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -93,8 +92,10 @@ class SqliteStore:
         self._nodes = sql.KnownNodes()
         # records_after between waves: (run, kinds) -> (version, seq) after which nothing
         # of those kinds existed when the database was at that version (see records_after).
-        self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
-        self._records_written: dict[str, int] = {}
+        self._nothing_after: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, int], int]] = {}
+        self._records_written = 0
+        """Records this connection committed of any kind but feed (what a poll may ask for;
+        a feed, one per wave, never is)."""
         # The last seq this store committed for a run under a lease: a wave's commit then
         # needs no read of the journal (``_commit_fenced``).
         self._last_seq: dict[str, int] = {}
@@ -433,9 +434,8 @@ class SqliteStore:
                         )
                         continue
                     seq += 1
-                    if op[0] == "record":
-                        kind = op[3]
-                        self._records_written[kind] = self._records_written.get(kind, 0) + 1
+                    if op[0] == "record" and op[3] != "feed":
+                        self._records_written += 1
                     if op[0] == "manifest":
                         conn.execute(sql.INSERT_MANIFEST, (run_id, seq, op[1]))
                         continue
@@ -471,11 +471,9 @@ class SqliteStore:
             raise self._storage_error(exc) from exc
         if inserted != len(ops):  # not journal rows only, or the lease is not ours (any more)
             return False
-        written = self._records_written
         for op in ops:
-            if op[0] == "record":
-                kind = op[3]
-                written[kind] = written.get(kind, 0) + 1
+            if op[0] == "record" and op[3] != "feed":
+                self._records_written += 1
         self._last_seq[run_id] = last + inserted
         if self._checkpointer is not None:
             self._checkpointer.committed()
@@ -511,8 +509,8 @@ class SqliteStore:
 
         Usually nothing came: when no other connection committed (SQLite's
         ``data_version``, asked between every two waves on a kept cursor) and this one wrote
-        no record of these kinds (counted by ``map`` in C) since a query found none past
-        ``after_seq``, the answer is known without reading the journal.
+        no record but feeds (``_records_written``: one count, not one per kind) since a
+        query found none past ``after_seq``, the answer is known without reading the journal.
         """
         watch = (run_id, kinds if type(kinds) is tuple else tuple(kinds))
         with self._lock:
@@ -520,7 +518,7 @@ class SqliteStore:
                 (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
             except sqlite3.Error as exc:
                 raise self._storage_error(exc) from exc
-            version = (data_version, *map(self._records_written.get, watch[1], repeat(0)))
+            version = (data_version, self._records_written)
             known = self._nothing_after.get(watch)
             if known is not None and known[0] == version and after_seq >= known[1]:
                 return []  # (never a watch of feeds: those raise below and are not kept)

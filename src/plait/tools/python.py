@@ -262,7 +262,8 @@ def bind_arguments(fn: Callable[..., Any], context: Mapping[str, Any]) -> dict[s
     or a value does not validate against the parameter's annotation. The caller
     owns ``context``: the whole-context parameter receives that very object.
     """
-    sig = _signature(fn)
+    last = _last_signature  # ``_signature``'s first case inline: a loop's one tool
+    sig = last[1] if last is not None and last[0] is fn else _signature(fn)
     if sig.positional_only:
         raise ToolArgumentError(
             f"{sig.name}(): positional-only parameters cannot be filled from the context"
