@@ -468,6 +468,14 @@ class PostgresStore:
         with self._connection(f"notifying workers of run '{run_id}'") as conn:
             conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, run_id))
 
+    def open_connections(self, count: int) -> None:
+        """``WorkStore.open_connections``: the pool filled up to ``count`` (at most its
+        ``pool_size``), each connection configured; PLAIT-E020 if one cannot connect."""
+        try:
+            self._pool.fill(count)
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "cannot connect") from exc
+
     def listen(self) -> PostgresListener:
         """A connection of its own listening on NOTIFY_CHANNEL (close it when done)."""
         try:
