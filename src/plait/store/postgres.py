@@ -687,6 +687,8 @@ class PostgresStore:
         round trip. It is the journal as of that commit, a moment before this call; a
         record committed in between is found by the next poll, after the next commit.
         """
+        if "feed" in kinds:  # never in the records index (schema.py, migration 12)
+            raise ValueError("records_after does not look up feed records (see Store)")
         watch = tuple(kinds)
         seen = self._seen_at_commit.pop(run_id, None)
         if self._watched.get(run_id, POLLED_KINDS) != watch:
@@ -699,7 +701,8 @@ class PostgresStore:
         with self._connection(f"reading the records of run '{run_id}'") as conn:
             rows = conn.execute(
                 "SELECT seq, record_kind, payload FROM journal WHERE run_id = %s AND seq > %s"
-                " AND item = 'record' AND record_kind = ANY(%s) ORDER BY seq",
+                " AND item = 'record' AND record_kind <> 'feed' AND record_kind = ANY(%s)"
+                " ORDER BY seq",
                 (run_id, after_seq, list(kinds)),
             ).fetchall()
             reader = NodeBatcher(conn)
