@@ -18,6 +18,9 @@ connection stays open throughout, so its backend is never among them):
 - ``worker``: N and 4N three-step runs queued (not counted), then one ``Worker(once=True)``
   (bench/worker_instructions.py's drive, ``--concurrency`` in flight) drives them; the
   difference over 3N is one run's server work (claim, manifest, journal, commits).
+  ``--analyze`` runs ANALYZE once the runs are queued, as autovacuum's autoanalyze would
+  on a production server: on one that never analyzes (autovacuum off), the claim's plan
+  reads every unfinished run at every claim (docs/benchmarks.md, sixth round "pg").
 
 The client is this process (its instructions are bench/instructions.py's and
 bench/worker_instructions.py's business); only the server is counted here.
@@ -97,6 +100,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument(
+        "--analyze", action="store_true", help="ANALYZE the queued runs (as autovacuum would)"
+    )
     args = parser.parse_args()
     os.environ["PLAIT_BENCH_PG"] = args.pg
     import psycopg
@@ -130,6 +136,9 @@ def main() -> None:
             dbname, url = bench.create_database("wcg")
             try:
                 worker_instructions.queue(url, runs, workdir)
+                if args.analyze:  # what autovacuum's autoanalyze gives the planner
+                    with psycopg.connect(url, autocommit=True) as conn:
+                        conn.execute("ANALYZE")
                 return measured(
                     postmaster,
                     steady,
