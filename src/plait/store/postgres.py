@@ -402,8 +402,9 @@ class PostgresStore:
         """``WorkStore.claim_work``: oldest first, skipping rows another transaction holds
         (``FOR UPDATE SKIP LOCKED``), so concurrent workers never wait on each other. The
         runs and their leases are claimed in one statement (``claims.PG_CLAIM_AND_LEASE``,
-        one round trip); then, when ``owner_alive`` can tell and the limit is not reached,
-        this host's runs whose holder is gone (``_claim_orphans``)."""
+        planned under ``claims.PG_CLAIM_PLAN``, both in one round trip); then, when
+        ``owner_alive`` can tell and the limit is not reached, this host's runs whose
+        holder is gone (``_claim_orphans``)."""
         if limit < 1:
             return []
         params: dict[str, Any] = {
@@ -416,7 +417,12 @@ class PostgresStore:
             "expires_ms": now_ms + ttl_ms,
         }
         with self._connection("claiming runs") as conn:
-            claimed = [(row[0], row[1]) for row in conn.execute(claims.PG_CLAIM_AND_LEASE, params)]
+            # One round trip, one implicit transaction (the pipeline's one sync): the
+            # settings hold for the claim and end with it.
+            with conn.pipeline():
+                conn.execute(claims.PG_CLAIM_PLAN)
+                cursor = conn.execute(claims.PG_CLAIM_AND_LEASE, params)
+            claimed = [(row[0], row[1]) for row in cursor.fetchall()]
             if owner_alive is not never_dead and len(claimed) < limit:
                 params["limit"] = limit - len(claimed)
                 params["exclude"] = [*exclude, *(run_id for run_id, _ in claimed)]
