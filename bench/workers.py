@@ -26,7 +26,9 @@ Two measurements, every side on its own fresh database of the same PostgreSQL se
    loaded and its tools' schemas built: ~80 ms of client CPU, during which the process's
    other drives wait), once per process: with 2 processes twice, against half the runs
    each, which made 2 processes slower than 1 (bench/pg_costs.py ``--scenario
-   processes`` counts it). Each process also reports the CPU time of
+   processes`` counts it). plait's worker also opens its connections (``Worker.open``:
+   the listener's and its pool's) before the clock, as LangGraph's pool opens its
+   ``concurrency`` connections before it. Each process also reports the CPU time of
    its work phase, and the CPU time of the server processes serving the bench database
    is sampled from /proc while the work runs.
 
@@ -355,6 +357,7 @@ def child_plait(args: argparse.Namespace) -> None:
         worker = Worker(rt, concurrency=args.concurrency, once=True)
         claims = count_claims(worker)
         warm_up(rt, Path(args.workdir), f"warm{os.getpid()}")
+        worker.open()  # its listener and pool connections, as LangGraph's pool opens first
         started = wait_for_go()
         report = worker.run()
         if report.errors:

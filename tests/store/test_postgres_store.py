@@ -41,6 +41,7 @@ from plait.store.lease import LeaseClaim
 try:
     import psycopg
 
+    from plait.store import claims
     from plait.store.postgres import PostgresStore
     from plait.store.postgres_schema import SCHEMA_VERSION
 except ImportError as missing:  # the optional extra plait[postgres] is not installed
@@ -617,7 +618,7 @@ def count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return sent
 
 
-def test_claiming_runs_and_their_leases_is_one_statement(
+def test_claiming_runs_and_their_leases_is_one_statement_after_its_plan_settings(
     pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     queued(pg, "old", created_ms=1)
@@ -632,7 +633,7 @@ def test_claiming_runs_and_their_leases_is_one_statement(
         ("new", 1),
         ("lapsed", lapsed + 1),
     ]
-    assert len(sent) == 1
+    assert sent == [claims.PG_CLAIM_PLAN, claims.PG_CLAIM_AND_LEASE]  # one round trip
     assert [pg.get_run(r).status for r in ("old", "new", "lapsed")] == ["running"] * 3
     assert error_of(lambda: pg.acquire_lease("old", WORKER_B, TTL, TTL, lambda o: True)).code == (
         "E021"

@@ -684,6 +684,8 @@ def test_records_after_sees_what_another_connection_and_this_one_write(
     assert store.records_after("r1", 0, kinds) == []
     store.commit("r1", None, [RecordWrite("feed", {"events": []})])  # not a watched kind
     assert store.records_after("r1", 0, kinds) == []
+    with pytest.raises(ValueError, match="feed records"):  # never indexed, never polled
+        store.records_after("r1", 0, ("feed",))
     other = backend.open()
     try:
         other.commit("r1", None, [RecordWrite("cancel", {"by": "bob", "reason": "stop"})])

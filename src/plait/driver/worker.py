@@ -29,7 +29,9 @@
 - **Waking.** On PostgreSQL a listener thread waits on ``LISTEN plait_runs`` (enqueue,
   respond, cancel and raise-budget notify), so an idle worker claims new work at once;
   every ``poll_ms`` it claims anyway (timers, expired leases, a lost notification).
-  SQLite has no notifications: workers on a file poll.
+  SQLite has no notifications: workers on a file poll. The listener's connection and
+  the pool's (one per run in flight, one for claiming) are opened when the worker starts
+  (``open``), before its first claim: its first drives do not open them.
 - **Schedules.** Before claiming, the loop starts the runs of due schedule slots
   (``scheduling.fire_due``: a slot's run and its slot row in one transaction, so one
   run per slot however many workers look), when the earliest next slot has come and at
@@ -255,6 +257,7 @@ class Worker:
         self._failures: dict[str, tuple[int, float]] = {}  # run id -> (count, retry at)
         self._lost: set[tuple[str, int]] = set()
         self._listening: Listener | None = None  # the listener thread's current connection
+        self._opened = False  # open() was called: connections and listener opened
         self._next_slot_ms: int | None = None  # the earliest next schedule slot seen
         self._schedules_at = -math.inf  # when (monotonic) schedules were last looked at
         self._strict: Runtime | None = None  # for runs whose file asks `durability: strict`
@@ -282,10 +285,28 @@ class Worker:
 
     # --- the loop ---
 
+    def open(self) -> None:
+        """Open the worker's connections now: its listener's and, up to the store's pool,
+        one per run in flight plus the claiming loop's. ``run`` does it first if it was
+        not done (a caller may do it earlier: before a clock starts, before reporting
+        ready); without it the first drives would open them, one by one, while they run.
+        ``run`` closes the listener when it returns."""
+        if self._opened:
+            return
+        try:
+            self.store.open_connections(self.concurrency + 1)
+        except PlaitError as exc:
+            if exc.code != "E020":
+                raise
+            # The server is away: the claim that follows says so (and, unless ``once``,
+            # retries); the pool opens connections when they are needed.
+        self._listening = self._listener()
+        self._opened = True
+
     def run(self) -> WorkerReport:
         """Claim and drive until stopped (or, with ``once``, until nothing is claimable)."""
-        listener = self._listener()
-        self._listening = listener
+        self.open()
+        listener = self._listening
         listening: threading.Thread | None = None
         if listener is not None:
             listening = threading.Thread(

@@ -244,6 +244,11 @@ class WorkStore(Store, Protocol):
         """
         ...
 
+    def open_connections(self, count: int) -> None:
+        """Have ``count`` connections open now (at most the store's pool holds), so that a
+        worker's first drives do not wait for them; nothing where none is ever opened."""
+        ...
+
     def listen(self) -> Listener | None:
         """A connection of its own waiting for ``notify_runnable``/``set_wake`` (close it
         when done), or None when the back end has no notifications (workers poll)."""

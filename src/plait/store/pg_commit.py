@@ -96,7 +96,8 @@ _ANSWER = (
     # than the statement's execution).
     "  (SELECT max(last.seq) FROM unnest((SELECT %(watched)s::text[])) AS k (kind)"
     "   CROSS JOIN LATERAL (SELECT seq FROM journal WHERE run_id = %(run_id)s"
-    "   AND item = 'record' AND record_kind = k.kind ORDER BY seq DESC LIMIT 1) last),"
+    "   AND item = 'record' AND record_kind <> 'feed' AND record_kind = k.kind"
+    "   ORDER BY seq DESC LIMIT 1) last),"
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )

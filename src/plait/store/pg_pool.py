@@ -100,6 +100,26 @@ class Pool:
                     continue
                 raise PoolError(f"all {self._size} connections stayed busy for {self._timeout:g} s")
 
+    def fill(self, count: int) -> None:
+        """Open connections until ``count`` (at most ``size``) exist, and pool them idle:
+        a worker that starts opens them before its first claims, not during them. Those
+        checked out count; a connecting error is the caller's."""
+        while True:
+            with self._cond:
+                if self._closed or self._count >= min(count, self._size):
+                    return
+                self._count += 1  # reserved, as ``get`` reserves a slot it fills
+            try:
+                conn = self._connect()
+            except BaseException:
+                with self._cond:
+                    self._count -= 1
+                    self._cond.notify()
+                raise
+            with self._cond:
+                self._opened[id(conn)] = time.monotonic()
+            self.put(conn)
+
     def adopt(self, conn: Connection) -> None:
         """Pool a connection opened elsewhere (counted against ``size``; it must fit)."""
         with self._cond:

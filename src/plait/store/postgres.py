@@ -402,8 +402,9 @@ class PostgresStore:
         """``WorkStore.claim_work``: oldest first, skipping rows another transaction holds
         (``FOR UPDATE SKIP LOCKED``), so concurrent workers never wait on each other. The
         runs and their leases are claimed in one statement (``claims.PG_CLAIM_AND_LEASE``,
-        one round trip); then, when ``owner_alive`` can tell and the limit is not reached,
-        this host's runs whose holder is gone (``_claim_orphans``)."""
+        planned under ``claims.PG_CLAIM_PLAN``, both in one round trip); then, when
+        ``owner_alive`` can tell and the limit is not reached, this host's runs whose
+        holder is gone (``_claim_orphans``)."""
         if limit < 1:
             return []
         params: dict[str, Any] = {
@@ -416,7 +417,12 @@ class PostgresStore:
             "expires_ms": now_ms + ttl_ms,
         }
         with self._connection("claiming runs") as conn:
-            claimed = [(row[0], row[1]) for row in conn.execute(claims.PG_CLAIM_AND_LEASE, params)]
+            # One round trip, one implicit transaction (the pipeline's one sync): the
+            # settings hold for the claim and end with it.
+            with conn.pipeline():
+                conn.execute(claims.PG_CLAIM_PLAN)
+                cursor = conn.execute(claims.PG_CLAIM_AND_LEASE, params)
+            claimed = [(row[0], row[1]) for row in cursor.fetchall()]
             if owner_alive is not never_dead and len(claimed) < limit:
                 params["limit"] = limit - len(claimed)
                 params["exclude"] = [*exclude, *(run_id for run_id, _ in claimed)]
@@ -467,6 +473,14 @@ class PostgresStore:
         """Tell listening workers (``listen``) that ``run_id`` may be claimable now."""
         with self._connection(f"notifying workers of run '{run_id}'") as conn:
             conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, run_id))
+
+    def open_connections(self, count: int) -> None:
+        """``WorkStore.open_connections``: the pool filled up to ``count`` (at most its
+        ``pool_size``), each connection configured; PLAIT-E020 if one cannot connect."""
+        try:
+            self._pool.fill(count)
+        except psycopg.Error as exc:
+            raise self._storage_error(exc, "cannot connect") from exc
 
     def listen(self) -> PostgresListener:
         """A connection of its own listening on NOTIFY_CHANNEL (close it when done)."""
@@ -679,6 +693,8 @@ class PostgresStore:
         round trip. It is the journal as of that commit, a moment before this call; a
         record committed in between is found by the next poll, after the next commit.
         """
+        if "feed" in kinds:  # never in the records index (schema.py, migration 12)
+            raise ValueError("records_after does not look up feed records (see Store)")
         watch = tuple(kinds)
         seen = self._seen_at_commit.pop(run_id, None)
         if self._watched.get(run_id, POLLED_KINDS) != watch:
@@ -691,7 +707,8 @@ class PostgresStore:
         with self._connection(f"reading the records of run '{run_id}'") as conn:
             rows = conn.execute(
                 "SELECT seq, record_kind, payload FROM journal WHERE run_id = %s AND seq > %s"
-                " AND item = 'record' AND record_kind = ANY(%s) ORDER BY seq",
+                " AND item = 'record' AND record_kind <> 'feed' AND record_kind = ANY(%s)"
+                " ORDER BY seq",
                 (run_id, after_seq, list(kinds)),
             ).fetchall()
             reader = NodeBatcher(conn)

@@ -282,6 +282,9 @@ class SqliteStore:
     def notify_runnable(self, run_id: str) -> None:
         """Nothing to notify on SQLite: workers on a file poll (``plait worker --poll-ms``)."""
 
+    def open_connections(self, count: int) -> None:
+        """Nothing to open: the file's one connection is open from the start."""
+
     def listen(self) -> Listener | None:
         """None: SQLite has no notifications; workers on a file poll (``--poll-ms``)."""
         return None
