@@ -64,8 +64,11 @@ class Pool:
         finally:
             for gone in dead:  # the server closed them: closing cannot block on it
                 discard(gone)
-        if conn is not None:
-            return conn
+        return conn if conn is not None else self._open_reserved()
+
+    def _open_reserved(self) -> Connection:
+        """A new connection in the slot ``_take`` or ``fill`` reserved (given back if
+        connecting fails)."""
         try:
             conn = self._connect()
         except BaseException:
@@ -109,16 +112,7 @@ class Pool:
                 if self._closed or self._count >= min(count, self._size):
                     return
                 self._count += 1  # reserved, as ``get`` reserves a slot it fills
-            try:
-                conn = self._connect()
-            except BaseException:
-                with self._cond:
-                    self._count -= 1
-                    self._cond.notify()
-                raise
-            with self._cond:
-                self._opened[id(conn)] = time.monotonic()
-            self.put(conn)
+            self.put(self._open_reserved())
 
     def adopt(self, conn: Connection) -> None:
         """Pool a connection opened elsewhere (counted against ``size``; it must fit)."""
