@@ -36,17 +36,21 @@ from plait.store.rows import key_text
 
 KEY = JournalKey("run-1", "", "step", 3, 0, "tool")
 TASK = JournalKey("run-1", "/000001", 'wr\u00efter "q"', 1, 2, "llm")
+WAVES: list[list[Event]] = [
+    [ClockReading(1_733_000_000_123), EffectResolved(KEY, Completed({"i": 1}))],
+    [
+        ClockReading(5),
+        EffectResolved(KEY, Completed(1)),
+        EffectResolved(TASK, Failed("Timeout", "x")),
+    ],
+]
+"""Feeds of waves: a clock reading, then the results the wave's effects came back with."""
 
 
 @pytest.mark.parametrize(
     "events",
     [
-        [ClockReading(1_733_000_000_123), EffectResolved(KEY, Completed({"i": 1}))],
-        [
-            ClockReading(5),
-            EffectResolved(KEY, Completed(1)),
-            EffectResolved(TASK, Failed("Timeout", "x")),
-        ],
+        *WAVES,
         [Start({"b": [1, 2.5, None], "a": "\u00e9"}), ClockReading(0)],
         [
             CancelSeen("bob", "stop"),
@@ -81,12 +85,7 @@ def test_a_journal_key_written_field_by_field_is_its_canonical_text(key: Journal
 @pytest.mark.parametrize(
     "events",
     [
-        [ClockReading(1_733_000_000_123), EffectResolved(KEY, Completed({"i": 1}))],
-        [
-            ClockReading(5),
-            EffectResolved(KEY, Completed(1)),
-            EffectResolved(TASK, Failed("Timeout", "x")),
-        ],
+        *WAVES,
         [ClockReading(0)],
     ],
 )

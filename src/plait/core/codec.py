@@ -175,19 +175,19 @@ def tagged(*variants: Variant) -> ValueCodec:
     }
     by_tag = {v.tag: v for v in variants}
 
-    def enc(value: Any) -> JSON:
-        unit = units.get(type(value))
-        if unit is not None:
-            return unit
-        tag, payload = payloads[type(value)]
-        return {tag: payload(value)}
+    def encoder(arms: dict[type[Any], tuple[str, Enc]]) -> Enc:
+        """The encoder writing each record through its arm in ``arms`` (full or compact)."""
 
-    def compact(value: Any) -> JSON:
-        unit = units.get(type(value))
-        if unit is not None:
-            return unit
-        tag, payload = compacts[type(value)]
-        return {tag: payload(value)}
+        def encode(value: Any) -> JSON:
+            unit = units.get(type(value))
+            if unit is not None:
+                return unit
+            tag, payload = arms[type(value)]
+            return {tag: payload(value)}
+
+        return encode
+
+    enc, compact = encoder(payloads), encoder(compacts)
 
     def dec(value: JSON) -> Any:
         if isinstance(value, str):
