@@ -40,6 +40,7 @@ from plait.store.lease import LeaseClaim
 
 try:
     import psycopg
+    from psycopg import pq
 
     from plait.store import claims
     from plait.store.postgres import PostgresStore
@@ -327,31 +328,31 @@ def test_a_stale_token_writes_nothing_at_all_and_names_the_holder(
     assert str(error_of(lambda: pg.commit("nope", fresh, []))) == "PLAIT-E017 unknown run id 'nope'"
 
 
-def test_a_commit_is_one_statement_without_an_explicit_transaction(
-    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+def test_a_commit_is_one_prepared_statement_without_an_explicit_transaction(
+    pg: PostgresStore, tmp_path: Path
 ) -> None:
+    """What a commit sends, read from libpq's trace of the pool's one connection: one
+    execution, in one round trip, of a statement the connection prepared (in a round trip
+    of its own, the first time it used it); no BEGIN, and nothing through psycopg's
+    cursor (which sends a statement unprepared, its text parsed, its first five times)."""
     queued(pg, "r1", status="running")
     token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
-    calls: list[str] = []
-
-    def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            calls.append(name)
-            return method(*args, **kwargs)
-
-        return wrapper
-
-    for cls, name in [
-        (psycopg.Cursor, "execute"),
-        (psycopg.Cursor, "executemany"),
-        (psycopg.Connection, "transaction"),
-        (psycopg.Connection, "pipeline"),
-    ]:
-        monkeypatch.setattr(cls, name, counted(name, getattr(cls, name)))
+    sent: list[list[str]] = []
+    with pg._connection() as conn:
+        traced = conn.pgconn
     for batch in commit_batches("r1", token):
-        calls.clear()
-        pg.commit("r1", token, batch)
-        assert calls == ["execute"]
+        trace = tmp_path / f"trace{len(sent)}.txt"
+        with trace.open("wb") as out:
+            traced.trace(out.fileno())
+            traced.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+            pg.commit("r1", token, batch)
+            traced.untrace()
+        lines = trace.read_text("utf-8", "replace").splitlines()
+        sent.append([line.split("\t")[2] for line in lines if line.startswith("F\t")])
+    execution = ["Bind", "Describe", "Execute", "Sync"]  # libpq's PQsendQueryPrepared
+    for messages in sent:
+        assert messages in (execution, ["Parse", "Sync", *execution])
+    assert sent[1][0] == "Parse" and sent[-1][0] == "Bind"  # a new statement, one used before
 
 
 def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(

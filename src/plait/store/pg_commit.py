@@ -13,9 +13,10 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
 from plait.store.sql import LEASE_LIST
 
@@ -74,7 +75,7 @@ _MANIFEST_ROWS = (
 _NODE_ROWS = (
     " node_rows AS ("
     "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
-    "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
+    "  CROSS JOIN unnest(%(hash)s::text[], %(data)s::bytea[]) AS n (hash, data)"
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
 )
 _RELEASED = (
@@ -101,21 +102,43 @@ _ANSWER = (
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
-COMMITS = {
-    (manifests, nodes, release): (
+_PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "watched",
+           *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
+_MANIFEST_PARAMS = ("m_pos", "m_payload")
+_NODE_PARAMS = ("hash", "data")  # the node bytes travel binary: the last parameter
+
+
+def _numbered(text: str, names: Sequence[str]) -> str:
+    """``text`` with each ``%(name)s`` written as libpq's ``$n``, ``n`` its place in
+    ``names``."""
+    for place, name in enumerate(names, 1):
+        text = text.replace(f"%({name})s", f"${place}")
+    assert "%(" not in text, text
+    return text
+
+
+def _commit_statement(manifests: bool, nodes: bool, release: bool) -> Statement:
+    """The commit statement for a batch with manifests?, with nodes?, giving the lease
+    up?, prepared under a name of its own."""
+    text = (
         _COMMIT_HEAD
         + (_MANIFEST_ROWS if manifests else "")
         + (_NODE_ROWS if nodes else "")
         + (_RELEASED if release else "")
-    ).rstrip(",")
-    + _ANSWER
+    ).rstrip(",") + _ANSWER
+    names = _PARAMS + (_MANIFEST_PARAMS if manifests else ()) + (_NODE_PARAMS if nodes else ())
+    name = f"plait_commit_{int(manifests)}{int(nodes)}{int(release)}"
+    return Statement(name.encode(), _numbered(text, names).encode())
+
+
+COMMITS = {
+    (manifests, nodes, release): _commit_statement(manifests, nodes, release)
     for manifests in (False, True)
     for nodes in (False, True)
     for release in (False, True)
 }
 """The commit statement for a batch (with manifests?, with nodes?, giving the lease up?):
-one text each, so psycopg prepares each once per connection and the server keeps its
-plan."""
+one text each, prepared once per connection, so the server keeps its plan."""
 
 
 def commit_query(
@@ -123,10 +146,12 @@ def commit_query(
     token: int | None,
     ops: Sequence[Row],
     nodes: dict[str, bytes],
+    watched: Sequence[str],
     release: bool = False,
-) -> tuple[str, dict[str, Any]]:
-    """The statement (``COMMITS``) and its parameters for the rows ``write_row`` made, in
-    write order.
+) -> tuple[Statement, list[str | bytes | None], list[int] | None]:
+    """The statement (``COMMITS``), its parameters in order and their formats (None: all
+    text) for the rows ``write_row`` made, in write order; ``watched``: the record kinds
+    the answer reports the last seq of.
 
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
@@ -151,30 +176,45 @@ def commit_query(
             manifests.append((taken, op[1]))
         else:
             journal.append((taken, *op))
-    params: dict[str, Any] = {
-        "run_id": run_id,
-        "token": None if token is None else str(token),
-        "n": str(taken),
-        "status": status[0],
-        "outcome": status[1],
-        "updated_ms": None if status[2] is None else str(status[2]),
-        **_columns("j_", _JOURNAL_KEYS, journal),
-    }
+    params: list[str | bytes | None] = [
+        run_id,
+        None if token is None else str(token),
+        str(taken),
+        status[0],
+        status[1],
+        None if status[2] is None else str(status[2]),
+        array_literal(watched),
+        *_columns(len(_JOURNAL_KEYS), journal),
+    ]
     if manifests:
-        params.update(_columns("m_", ("pos", "payload"), manifests))
+        params += _columns(2, manifests)
+    formats = None
     if nodes:
         hashes = sorted(nodes)
-        params["hash"] = array_literal(hashes)
-        params["data"] = [nodes[digest] for digest in hashes]
-    return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
+        params += (array_literal(hashes), bytea_array([nodes[digest] for digest in hashes]))
+        formats = [0] * (len(params) - 1) + [1]
+    return COMMITS[bool(manifests), bool(nodes), release and token is not None], params, formats
 
 
-def _columns(prefix: str, names: Sequence[str], rows: list[Row]) -> dict[str, str]:
-    """``rows`` as one array literal per column, named ``prefix`` + the column's name."""
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(names)
-    return {
-        prefix + name: array_literal(column) for name, column in zip(names, columns, strict=True)
-    }
+def _columns(width: int, rows: list[Row]) -> list[str]:
+    """``rows`` (of ``width`` values each) as one array literal per column."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * width
+    return [array_literal(column) for column in columns]
+
+
+_BYTEA_OID = 17
+_ARRAY_HEAD = struct.Struct("!iiIii")  # dimensions, has nulls, element type; size, lower bound
+_LENGTH = struct.Struct("!i")
+
+
+def bytea_array(items: Sequence[bytes]) -> bytes:
+    """``items`` as a ``bytea[]`` in PostgreSQL's binary format (``array_send``'s: one
+    dimension from 1, no nulls): the bytes travel as they are, not as hex text the server
+    would decode."""
+    parts = [_ARRAY_HEAD.pack(1, 0, _BYTEA_OID, len(items), 1)]
+    for item in items:
+        parts += (_LENGTH.pack(len(item)), item)
+    return b"".join(parts)
 
 
 def array_literal(items: Iterable[str | int | None]) -> str:

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from plait.core.canonical import JSON
@@ -53,9 +54,10 @@ from plait.store.base import (
 )
 from plait.store.lease import LeaseClaim, may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher, NodeCache
-from plait.store.pg_commit import array_literal, commit_query
+from plait.store.pg_commit import commit_query
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
 from plait.store.pg_pool import Connection, Pool, PoolError
+from plait.store.pg_prepared import PreparedStatements
 from plait.store.postgres_schema import migrate
 from plait.store.records import (
     FIRED,
@@ -201,6 +203,7 @@ class PostgresStore:
             raise
         self._url, self._kwargs = url, kwargs
         self._pool = Pool(self._connect, pool_size, timeout)
+        self._prepared = PreparedStatements()
         self._pool.adopt(conn)  # the first connection serves on
 
     def __repr__(self) -> str:
@@ -624,13 +627,13 @@ class PostgresStore:
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
-        statement, params = commit_query(run_id, token, ops, nodes, release)
-        params["watched"] = array_literal(watched)
+        statement, params, formats = commit_query(run_id, token, ops, nodes, watched, release)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
-                row = conn.execute(statement, params).fetchone()
+                answer = self._prepared.run(conn, statement, params, formats)
+                row = [answer.get_value(0, column) for column in range(3)]
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
@@ -639,18 +642,18 @@ class PostgresStore:
             ):
                 raise self._duplicate(run_id, ops, exc) from cause
             raise
-        if row is None or not row[0]:
+        if row[0] != b"t":
             raise unknown_run(run_id)
         if row[1] is None:  # the token was not current: nothing was written
             assert token is not None
-            raise stale_token(run_id, token, sql.lease_from(row[3:]))
+            raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer)))
         self._nodes.remember(nodes)
         # The statement does not see its own rows: a batch holding a watched record
         # leaves the next poll to read the journal.
         if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
             if len(self._seen_at_commit) >= sql.WATCH_LIMIT:
                 self._seen_at_commit.clear()  # runs committed to here but never polled
-            self._seen_at_commit[run_id] = (watched, row[2])
+            self._seen_at_commit[run_id] = (watched, None if row[2] is None else int(row[2]))
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         """``Store.load_journal`` in one round trip, also when there is nothing to read (a
@@ -813,6 +816,14 @@ class PostgresStore:
             raise self._storage_error(exc, what, conn, if_lost) from exc
         finally:
             self._pool.put(conn)
+
+
+def _lease_columns(answer: pq.abc.PGresult) -> tuple[str | int | None, ...]:
+    """The lease as the commit's answer found it (its last columns, as text): host, then
+    pid, started_ms, token and expires_ms as integers."""
+    values = [answer.get_value(0, column) for column in range(3, 8)]
+    host = None if values[0] is None else values[0].decode()
+    return (host, *(None if value is None else int(value) for value in values[1:]))
 
 
 def _is_turn_race(exc: pg_errors.UniqueViolation) -> bool:
