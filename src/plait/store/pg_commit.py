@@ -13,9 +13,9 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
+from plait.store.pg_params import bytea_array, integer_array, text, text_array
 from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
 from plait.store.sql import LEASE_LIST
@@ -105,7 +105,13 @@ _ANSWER = (
 _PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "watched",
            *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
 _MANIFEST_PARAMS = ("m_pos", "m_payload")
-_NODE_PARAMS = ("hash", "data")  # the node bytes travel binary: the last parameter
+_NODE_PARAMS = ("hash", "data")
+_JOURNAL_INTEGERS = tuple(c == "pos" or c in _INTEGER_COLUMNS for c in _JOURNAL_KEYS)
+_MANIFEST_INTEGERS = (True, False)
+_BINARY = {"watched", "m_payload", "hash", "data"} | {
+    f"j_{c}" for c, integer in zip(_JOURNAL_KEYS, _JOURNAL_INTEGERS, strict=True) if not integer
+}
+"""The parameters sent in binary (``pg_params``: arrays of texts and of bytes)."""
 
 
 def _numbered(text: str, names: Sequence[str]) -> str:
@@ -127,8 +133,11 @@ def _commit_statement(manifests: bool, nodes: bool, release: bool) -> Statement:
         + (_RELEASED if release else "")
     ).rstrip(",") + _ANSWER
     names = _PARAMS + (_MANIFEST_PARAMS if manifests else ()) + (_NODE_PARAMS if nodes else ())
-    name = f"plait_commit_{int(manifests)}{int(nodes)}{int(release)}"
-    return Statement(name.encode(), _numbered(text, names).encode())
+    return Statement(
+        f"plait_commit_{int(manifests)}{int(nodes)}{int(release)}".encode(),
+        _numbered(text, names).encode(),
+        tuple(int(name in _BINARY) for name in names),
+    )
 
 
 COMMITS = {
@@ -147,18 +156,19 @@ def commit_query(
     ops: Sequence[Row],
     nodes: dict[str, bytes],
     watched: Sequence[str],
+    encoding: str,
     release: bool = False,
-) -> tuple[Statement, list[str | bytes | None], list[int] | None]:
-    """The statement (``COMMITS``), its parameters in order and their formats (None: all
-    text) for the rows ``write_row`` made, in write order; ``watched``: the record kinds
-    the answer reports the last seq of.
+) -> tuple[Statement, list[bytes | None]]:
+    """The statement (``COMMITS``) and its parameters, in order and as libpq sends them
+    (``encoding``: the connection's), for the rows ``write_row`` made, in write order;
+    ``watched``: the record kinds the answer reports the last seq of.
 
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
     the one that counts (each sets the whole status, outcome and update time). Journal
-    rows and manifests go as one array literal per column (``unnest``), integers as text
-    and node bytes as a binary array, so the parameters' types do not depend on the write
-    mix. Arrays rather than one JSON document: the server reads an array literal once,
+    rows and manifests go as one array per column (``unnest``; ``pg_params``: texts and
+    bytes binary, integers as literals), so the parameters' types do not depend on the
+    write mix. Arrays rather than one JSON document: the server reads an array once,
     where a ``json`` parameter is parsed twice (checked on input, then read by
     ``json_to_recordset``). ``release``: the lease (``token``) is given up in the same
     statement.
@@ -176,64 +186,28 @@ def commit_query(
             manifests.append((taken, op[1]))
         else:
             journal.append((taken, *op))
-    params: list[str | bytes | None] = [
-        run_id,
-        None if token is None else str(token),
-        str(taken),
-        status[0],
-        status[1],
-        None if status[2] is None else str(status[2]),
-        array_literal(watched),
-        *_columns(len(_JOURNAL_KEYS), journal),
+    params = [
+        text(run_id, encoding),
+        None if token is None else str(token).encode(),
+        str(taken).encode(),
+        None if status[0] is None else text(status[0], encoding),
+        None if status[1] is None else text(status[1], encoding),
+        None if status[2] is None else str(status[2]).encode(),
+        text_array(watched, encoding),
+        *_columns(journal, _JOURNAL_INTEGERS, encoding),
     ]
     if manifests:
-        params += _columns(2, manifests)
-    formats = None
+        params += _columns(manifests, _MANIFEST_INTEGERS, encoding)
     if nodes:
         hashes = sorted(nodes)
-        params += (array_literal(hashes), bytea_array([nodes[digest] for digest in hashes]))
-        formats = [0] * (len(params) - 1) + [1]
-    return COMMITS[bool(manifests), bool(nodes), release and token is not None], params, formats
+        params += (text_array(hashes, encoding), bytea_array([nodes[h] for h in hashes]))
+    return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
 
 
-def _columns(width: int, rows: list[Row]) -> list[str]:
-    """``rows`` (of ``width`` values each) as one array literal per column."""
-    columns = list(zip(*rows, strict=True)) if rows else [()] * width
-    return [array_literal(column) for column in columns]
-
-
-_BYTEA_OID = 17
-_ARRAY_HEAD = struct.Struct("!iiIii")  # dimensions, has nulls, element type; size, lower bound
-_LENGTH = struct.Struct("!i")
-
-
-def bytea_array(items: Sequence[bytes]) -> bytes:
-    """``items`` as a ``bytea[]`` in PostgreSQL's binary format (``array_send``'s: one
-    dimension from 1, no nulls): the bytes travel as they are, not as hex text the server
-    would decode."""
-    parts = [_ARRAY_HEAD.pack(1, 0, _BYTEA_OID, len(items), 1)]
-    for item in items:
-        parts += (_LENGTH.pack(len(item)), item)
-    return b"".join(parts)
-
-
-def array_literal(items: Iterable[str | int | None]) -> str:
-    """``items`` as a PostgreSQL array literal, for a ``%s::text[]`` or ``%s::bigint[]``
-    parameter: a string costs the client less to send than a list, which psycopg adapts
-    element by element. Texts are quoted (a backslash or double quote in them escaped),
-    so only an unquoted ``NULL`` is a null. One expression per element, no call: this
-    runs for every column of every commit."""
-    return (
-        "{"
-        + ",".join(
-            [
-                "NULL"
-                if item is None
-                else str(item)
-                if isinstance(item, int)
-                else '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                for item in items
-            ]
-        )
-        + "}"
-    )
+def _columns(rows: list[Row], integers: Sequence[bool], encoding: str) -> list[bytes | None]:
+    """``rows`` as one array per column (``integers``: which columns hold integers)."""
+    columns = zip(*rows, strict=True) if rows else [()] * len(integers)
+    return [
+        integer_array(column) if integer else text_array(column, encoding)
+        for column, integer in zip(columns, integers, strict=True)
+    ]

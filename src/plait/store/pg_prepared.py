@@ -34,10 +34,12 @@ _FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 @dataclass(frozen=True)
 class Statement:
     """A statement prepared as ``name``: ``$1``, ``$2``, ... its parameters, their types
-    read by the server from the statement's casts and columns."""
+    read by the server from the statement's casts and columns, each sent in the format
+    ``formats`` gives it (0 text, 1 binary)."""
 
     name: bytes
     text: bytes
+    formats: tuple[int, ...]
 
 
 class PreparedStatements:
@@ -47,15 +49,14 @@ class PreparedStatements:
     def __init__(self) -> None:
         self._prepared: WeakKeyDictionary[Connection, tuple[str, set[bytes]]] = WeakKeyDictionary()
 
+    def encoding(self, conn: Connection) -> str:
+        """The connection's client encoding, the one its parameters must be sent in."""
+        return self._state(conn)[0]
+
     def run(
-        self,
-        conn: Connection,
-        statement: Statement,
-        params: Sequence[str | bytes | None],
-        formats: Sequence[int] | None = None,
+        self, conn: Connection, statement: Statement, params: Sequence[bytes | None]
     ) -> pq.abc.PGresult:
-        """The result of ``statement`` run with ``params`` (str encoded as the connection's
-        client encoding, bytes as they are; ``formats`` as libpq takes them); a failed
+        """The result of ``statement`` run with ``params`` (in its ``formats``); a failed
         statement raises the error psycopg's ``execute`` would."""
         pgconn = conn.pgconn
         with conn.lock:
@@ -64,8 +65,7 @@ class PreparedStatements:
                 pgconn.send_prepare(statement.name, statement.text)
                 _check(conn.wait(execute(pgconn)), encoding, _COMMAND_OK)
                 prepared.add(statement.name)
-            values = [p.encode(encoding) if type(p) is str else p for p in params]
-            pgconn.send_query_prepared(statement.name, values, formats)  # type: ignore[arg-type]
+            pgconn.send_query_prepared(statement.name, params, statement.formats)
             return _check(conn.wait(execute(pgconn)), encoding, _TUPLES_OK)
 
     def _state(self, conn: Connection) -> tuple[str, set[bytes]]:

@@ -627,12 +627,15 @@ class PostgresStore:
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
-        statement, params, formats = commit_query(run_id, token, ops, nodes, watched, release)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
-                answer = self._prepared.run(conn, statement, params, formats)
+                encoding = self._prepared.encoding(conn)
+                statement, params = commit_query(
+                    run_id, token, ops, nodes, watched, encoding, release
+                )
+                answer = self._prepared.run(conn, statement, params)
                 row = [answer.get_value(0, column) for column in range(3)]
         except PlaitError as exc:
             cause = exc.__cause__
