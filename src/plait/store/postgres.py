@@ -30,8 +30,7 @@ module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: <what it was d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -798,27 +797,45 @@ class PostgresStore:
             raise
         return conn
 
-    @contextmanager
-    def _connection(self, what: str = "", *, if_lost: str = "") -> Iterator[Connection]:
-        """A pooled connection (autocommit); any psycopg error becomes PLAIT-E020.
+    def _connection(self, what: str = "", *, if_lost: str = "") -> _Borrowed:
+        """A pooled connection (autocommit) for one ``with`` block; any psycopg error
+        becomes PLAIT-E020.
 
         ``what`` names the operation for the message ("reading run 'r1'"); ``if_lost``
         is added when the connection broke under it. A pooled connection the server
         closed meanwhile is replaced before use; the server being down is "cannot
         connect" with libpq's reason, at once.
         """
+        return _Borrowed(self, what, if_lost)
+
+
+class _Borrowed:
+    """``PostgresStore._connection``'s block: the connection taken from the pool on entry
+    and given back on exit. A class rather than a generator: every commit enters one,
+    and a generator's context manager costs several times the calls."""
+
+    __slots__ = ("_conn", "_if_lost", "_store", "_what")
+
+    def __init__(self, store: PostgresStore, what: str, if_lost: str) -> None:
+        self._store, self._what, self._if_lost = store, what, if_lost
+
+    def __enter__(self) -> Connection:
         try:
-            conn = self._pool.get()
+            self._conn = self._store._pool.get()
         except psycopg.Error as exc:
             reason = "" if isinstance(exc, PoolError) else "cannot connect"
-            context = ": ".join(part for part in (what, reason) if part)
-            raise self._storage_error(exc, context) from exc
-        try:
-            yield conn
-        except psycopg.Error as exc:
-            raise self._storage_error(exc, what, conn, if_lost) from exc
-        finally:
-            self._pool.put(conn)
+            context = ": ".join(part for part in (self._what, reason) if part)
+            raise self._store._storage_error(exc, context) from exc
+        return self._conn
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        conn = self._conn
+        error = None
+        if isinstance(exc, psycopg.Error):  # told before the pool closes a broken one
+            error = self._store._storage_error(exc, self._what, conn, self._if_lost)
+        self._store._pool.put(conn)
+        if error is not None:
+            raise error from exc
 
 
 def _lease_columns(answer: pq.abc.PGresult) -> tuple[str | int | None, ...]:
