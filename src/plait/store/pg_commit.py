@@ -14,8 +14,9 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
-from plait.store.pg_params import bytea_array, integer_array, text, text_array
+from plait.store.pg_params import bytea_array, column_arrays, text, text_array
 from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
 from plait.store.sql import LEASE_LIST
@@ -155,7 +156,7 @@ def commit_query(
     token: int | None,
     ops: Sequence[Row],
     nodes: dict[str, bytes],
-    watched: Sequence[str],
+    watched: tuple[str, ...],
     encoding: str,
     release: bool = False,
 ) -> tuple[Statement, list[bytes | None]]:
@@ -193,21 +194,18 @@ def commit_query(
         None if status[0] is None else text(status[0], encoding),
         None if status[1] is None else text(status[1], encoding),
         None if status[2] is None else str(status[2]).encode(),
-        text_array(watched, encoding),
-        *_columns(journal, _JOURNAL_INTEGERS, encoding),
+        _kinds_array(watched, encoding),
+        *column_arrays(journal, _JOURNAL_INTEGERS, encoding),
     ]
     if manifests:
-        params += _columns(manifests, _MANIFEST_INTEGERS, encoding)
+        params += column_arrays(manifests, _MANIFEST_INTEGERS, encoding)
     if nodes:
         hashes = sorted(nodes)
         params += (text_array(hashes, encoding), bytea_array([nodes[h] for h in hashes]))
     return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
 
 
-def _columns(rows: list[Row], integers: Sequence[bool], encoding: str) -> list[bytes | None]:
-    """``rows`` as one array per column (``integers``: which columns hold integers)."""
-    columns = zip(*rows, strict=True) if rows else [()] * len(integers)
-    return [
-        integer_array(column) if integer else text_array(column, encoding)
-        for column, integer in zip(columns, integers, strict=True)
-    ]
+@lru_cache(maxsize=64)
+def _kinds_array(watched: tuple[str, ...], encoding: str) -> bytes:
+    """The polled kinds as a ``text[]``: the same few tuples for every commit."""
+    return text_array(watched, encoding)
