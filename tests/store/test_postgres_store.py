@@ -355,6 +355,90 @@ def test_a_commit_is_one_prepared_statement_without_an_explicit_transaction(
     assert sent[1][0] == "Parse" and sent[-1][0] == "Bind"  # a new statement, one used before
 
 
+def backend_pid(pg: PostgresStore) -> int:
+    """The server process of the connection the store's next call will use."""
+    with pg._connection() as conn:
+        return conn.info.backend_pid
+
+
+def terminate(postgres_url: str, pid: int, *, wait: bool = False) -> None:
+    """End the server process ``pid``; ``wait``: until it is gone (bounded)."""
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = %s"
+        for _ in range(1000 if wait else 0):
+            if admin.execute(alive, (pid,)).fetchone() == (0,):
+                return
+            time.sleep(0.01)
+        assert not wait, f"backend {pid} did not exit"
+
+
+def test_a_connection_the_server_ended_between_commits_is_replaced_and_prepares_again(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """Each connection prepares the commit statement for itself: the one replacing a
+    connection the server ended has not prepared it yet, whatever the store ran before."""
+    queued(pg, "r1", status="running")
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 1})])  # prepared on this connection
+    first = backend_pid(pg)
+    terminate(postgres_url, first, wait=True)
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 2})])
+    assert backend_pid(pg) != first
+    assert [r.body for r in pg.load_journal("r1").records] == [{"ms": 1}, {"ms": 2}]
+
+
+def test_a_commit_whose_connection_the_server_ends_mid_statement_may_have_been_applied(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """The commit's backend is ended while its statement waits for the run row's lock:
+    the commit is E020 "connection lost" saying it may or may not have been applied, and
+    the store goes on with a new connection."""
+    queued(pg, "r1", status="running")
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 1})])
+    pid = backend_pid(pg)
+    failed: list[PlaitError] = []
+
+    def commit() -> None:
+        with pytest.raises(PlaitError) as caught:
+            pg.commit("r1", None, [RecordWrite("clock", {"ms": 2})])
+        failed.append(caught.value)
+
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("SELECT 1 FROM runs WHERE run_id = 'r1' FOR UPDATE")
+        thread = threading.Thread(target=commit)
+        thread.start()
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'"
+        )
+        for _ in range(1000):  # bounded: until the commit waits for the lock
+            if holder.execute(waiting, (pid,)).fetchone() == (1,):
+                break
+            time.sleep(0.01)
+        terminate(postgres_url, pid)
+        thread.join(10)
+    [error] = failed
+    assert error.code == "E020"
+    assert "committing to the journal of run 'r1': connection lost (the commit may or may not" in (
+        str(error)
+    )
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 3})])
+    assert [r.body for r in pg.load_journal("r1").records] == [{"ms": 1}, {"ms": 3}]
+
+
+def test_a_text_holding_a_nul_is_refused_as_psycopg_refuses_it_and_nothing_is_written(
+    pg: PostgresStore,
+) -> None:
+    """libpq would cut a text parameter short at its NUL, and the server names it
+    otherwise: the commit refuses it first, with psycopg's own words."""
+    queued(pg, "r1", status="running")
+    error = error_of(lambda: pg.commit("r1", None, [RecordWrite("a\x00b", {"ms": 1})]))
+    assert str(error) == (
+        f"PLAIT-E020 storage error on {pg.where}: committing to the journal of run 'r1':"
+        " PostgreSQL text fields cannot contain NUL (0x00) bytes"
+    )
+    assert pg.load_journal("r1").items() == []
+
+
 def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(
     pg: PostgresStore, postgres_url: str
 ) -> None:
