@@ -40,6 +40,7 @@ from plait.store.lease import LeaseClaim
 
 try:
     import psycopg
+    from psycopg import pq
 
     from plait.store import claims
     from plait.store.postgres import PostgresStore
@@ -327,31 +328,115 @@ def test_a_stale_token_writes_nothing_at_all_and_names_the_holder(
     assert str(error_of(lambda: pg.commit("nope", fresh, []))) == "PLAIT-E017 unknown run id 'nope'"
 
 
-def test_a_commit_is_one_statement_without_an_explicit_transaction(
-    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+def test_a_commit_is_one_prepared_statement_without_an_explicit_transaction(
+    pg: PostgresStore, tmp_path: Path
 ) -> None:
+    """What a commit sends, read from libpq's trace of the pool's one connection: one
+    execution, in one round trip, of a statement the connection prepared (in a round trip
+    of its own, the first time it used it); no BEGIN, and nothing through psycopg's
+    cursor (which sends a statement unprepared, its text parsed, its first five times)."""
     queued(pg, "r1", status="running")
     token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
-    calls: list[str] = []
-
-    def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            calls.append(name)
-            return method(*args, **kwargs)
-
-        return wrapper
-
-    for cls, name in [
-        (psycopg.Cursor, "execute"),
-        (psycopg.Cursor, "executemany"),
-        (psycopg.Connection, "transaction"),
-        (psycopg.Connection, "pipeline"),
-    ]:
-        monkeypatch.setattr(cls, name, counted(name, getattr(cls, name)))
+    sent: list[list[str]] = []
+    with pg._connection() as conn:
+        traced = conn.pgconn
     for batch in commit_batches("r1", token):
-        calls.clear()
-        pg.commit("r1", token, batch)
-        assert calls == ["execute"]
+        trace = tmp_path / f"trace{len(sent)}.txt"
+        with trace.open("wb") as out:
+            traced.trace(out.fileno())
+            traced.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+            pg.commit("r1", token, batch)
+            traced.untrace()
+        lines = trace.read_text("utf-8", "replace").splitlines()
+        sent.append([line.split("\t")[2] for line in lines if line.startswith("F\t")])
+    execution = ["Bind", "Describe", "Execute", "Sync"]  # libpq's PQsendQueryPrepared
+    for messages in sent:
+        assert messages in (execution, ["Parse", "Sync", *execution])
+    assert sent[1][0] == "Parse" and sent[-1][0] == "Bind"  # a new statement, one used before
+
+
+def backend_pid(pg: PostgresStore) -> int:
+    """The server process of the connection the store's next call will use."""
+    with pg._connection() as conn:
+        return conn.info.backend_pid
+
+
+def terminate(postgres_url: str, pid: int, *, wait: bool = False) -> None:
+    """End the server process ``pid``; ``wait``: until it is gone (bounded)."""
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = %s"
+        for _ in range(1000 if wait else 0):
+            if admin.execute(alive, (pid,)).fetchone() == (0,):
+                return
+            time.sleep(0.01)
+        assert not wait, f"backend {pid} did not exit"
+
+
+def test_a_connection_the_server_ended_between_commits_is_replaced_and_prepares_again(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """Each connection prepares the commit statement for itself: the one replacing a
+    connection the server ended has not prepared it yet, whatever the store ran before."""
+    queued(pg, "r1", status="running")
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 1})])  # prepared on this connection
+    first = backend_pid(pg)
+    terminate(postgres_url, first, wait=True)
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 2})])
+    assert backend_pid(pg) != first
+    assert [r.body for r in pg.load_journal("r1").records] == [{"ms": 1}, {"ms": 2}]
+
+
+def test_a_commit_whose_connection_the_server_ends_mid_statement_may_have_been_applied(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """The commit's backend is ended while its statement waits for the run row's lock:
+    the commit is E020 "connection lost" saying it may or may not have been applied, and
+    the store goes on with a new connection."""
+    queued(pg, "r1", status="running")
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 1})])
+    pid = backend_pid(pg)
+    failed: list[PlaitError] = []
+
+    def commit() -> None:
+        with pytest.raises(PlaitError) as caught:
+            pg.commit("r1", None, [RecordWrite("clock", {"ms": 2})])
+        failed.append(caught.value)
+
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("SELECT 1 FROM runs WHERE run_id = 'r1' FOR UPDATE")
+        thread = threading.Thread(target=commit)
+        thread.start()
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'"
+        )
+        for _ in range(1000):  # bounded: until the commit waits for the lock
+            if holder.execute(waiting, (pid,)).fetchone() == (1,):
+                break
+            time.sleep(0.01)
+        terminate(postgres_url, pid)
+        thread.join(10)
+    [error] = failed
+    assert error.code == "E020"
+    assert "committing to the journal of run 'r1': connection lost (the commit may or may not" in (
+        str(error)
+    )
+    pg.commit("r1", None, [RecordWrite("clock", {"ms": 3})])
+    assert [r.body for r in pg.load_journal("r1").records] == [{"ms": 1}, {"ms": 3}]
+
+
+def test_a_text_holding_a_nul_is_refused_as_psycopg_refuses_it_and_nothing_is_written(
+    pg: PostgresStore,
+) -> None:
+    """libpq would cut a text parameter short at its NUL, and the server names it
+    otherwise: the commit refuses it first, with psycopg's own words."""
+    queued(pg, "r1", status="running")
+    error = error_of(lambda: pg.commit("r1", None, [RecordWrite("a\x00b", {"ms": 1})]))
+    assert str(error) == (
+        f"PLAIT-E020 storage error on {pg.where}: committing to the journal of run 'r1':"
+        " PostgreSQL text fields cannot contain NUL (0x00) bytes"
+    )
+    assert pg.load_journal("r1").items() == []
 
 
 def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(

@@ -13,9 +13,11 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from functools import lru_cache
 
+from plait.store.pg_params import bytea_array, column_arrays, text, text_array
+from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
 from plait.store.sql import LEASE_LIST
 
@@ -74,7 +76,7 @@ _MANIFEST_ROWS = (
 _NODE_ROWS = (
     " node_rows AS ("
     "  INSERT INTO nodes (hash, data, run_id) SELECT n.hash, n.data, %(run_id)s FROM reserved"
-    "  CROSS JOIN unnest(%(hash)s::text[], %(data)b::bytea[]) AS n (hash, data)"
+    "  CROSS JOIN unnest(%(hash)s::text[], %(data)s::bytea[]) AS n (hash, data)"
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
 )
 _RELEASED = (
@@ -101,21 +103,52 @@ _ANSWER = (
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
-COMMITS = {
-    (manifests, nodes, release): (
+_PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "watched",
+           *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
+_MANIFEST_PARAMS = ("m_pos", "m_payload")
+_NODE_PARAMS = ("hash", "data")
+_JOURNAL_INTEGERS = tuple(c == "pos" or c in _INTEGER_COLUMNS for c in _JOURNAL_KEYS)
+_MANIFEST_INTEGERS = (True, False)
+_BINARY = {"watched", "m_payload", "hash", "data"} | {
+    f"j_{c}" for c, integer in zip(_JOURNAL_KEYS, _JOURNAL_INTEGERS, strict=True) if not integer
+}
+"""The parameters sent in binary (``pg_params``: arrays of texts and of bytes)."""
+
+
+def _numbered(text: str, names: Sequence[str]) -> str:
+    """``text`` with each ``%(name)s`` written as libpq's ``$n``, ``n`` its place in
+    ``names``."""
+    for place, name in enumerate(names, 1):
+        text = text.replace(f"%({name})s", f"${place}")
+    assert "%(" not in text, text
+    return text
+
+
+def _commit_statement(manifests: bool, nodes: bool, release: bool) -> Statement:
+    """The commit statement for a batch with manifests?, with nodes?, giving the lease
+    up?, prepared under a name of its own."""
+    text = (
         _COMMIT_HEAD
         + (_MANIFEST_ROWS if manifests else "")
         + (_NODE_ROWS if nodes else "")
         + (_RELEASED if release else "")
-    ).rstrip(",")
-    + _ANSWER
+    ).rstrip(",") + _ANSWER
+    names = _PARAMS + (_MANIFEST_PARAMS if manifests else ()) + (_NODE_PARAMS if nodes else ())
+    return Statement(
+        f"plait_commit_{int(manifests)}{int(nodes)}{int(release)}".encode(),
+        _numbered(text, names).encode(),
+        tuple(int(name in _BINARY) for name in names),
+    )
+
+
+COMMITS = {
+    (manifests, nodes, release): _commit_statement(manifests, nodes, release)
     for manifests in (False, True)
     for nodes in (False, True)
     for release in (False, True)
 }
 """The commit statement for a batch (with manifests?, with nodes?, giving the lease up?):
-one text each, so psycopg prepares each once per connection and the server keeps its
-plan."""
+one text each, prepared once per connection, so the server keeps its plan."""
 
 
 def commit_query(
@@ -123,17 +156,20 @@ def commit_query(
     token: int | None,
     ops: Sequence[Row],
     nodes: dict[str, bytes],
+    watched: tuple[str, ...],
+    encoding: str,
     release: bool = False,
-) -> tuple[str, dict[str, Any]]:
-    """The statement (``COMMITS``) and its parameters for the rows ``write_row`` made, in
-    write order.
+) -> tuple[Statement, list[bytes | None]]:
+    """The statement (``COMMITS``) and its parameters, in order and as libpq sends them
+    (``encoding``: the connection's), for the rows ``write_row`` made, in write order;
+    ``watched``: the record kinds the answer reports the last seq of.
 
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
     the one that counts (each sets the whole status, outcome and update time). Journal
-    rows and manifests go as one array literal per column (``unnest``), integers as text
-    and node bytes as a binary array, so the parameters' types do not depend on the write
-    mix. Arrays rather than one JSON document: the server reads an array literal once,
+    rows and manifests go as one array per column (``unnest``; ``pg_params``: texts and
+    bytes binary, integers as literals), so the parameters' types do not depend on the
+    write mix. Arrays rather than one JSON document: the server reads an array once,
     where a ``json`` parameter is parsed twice (checked on input, then read by
     ``json_to_recordset``). ``release``: the lease (``token``) is given up in the same
     statement.
@@ -151,49 +187,25 @@ def commit_query(
             manifests.append((taken, op[1]))
         else:
             journal.append((taken, *op))
-    params: dict[str, Any] = {
-        "run_id": run_id,
-        "token": None if token is None else str(token),
-        "n": str(taken),
-        "status": status[0],
-        "outcome": status[1],
-        "updated_ms": None if status[2] is None else str(status[2]),
-        **_columns("j_", _JOURNAL_KEYS, journal),
-    }
+    params = [
+        text(run_id, encoding),
+        None if token is None else str(token).encode(),
+        str(taken).encode(),
+        None if status[0] is None else text(status[0], encoding),
+        None if status[1] is None else text(status[1], encoding),
+        None if status[2] is None else str(status[2]).encode(),
+        _kinds_array(watched, encoding),
+        *column_arrays(journal, _JOURNAL_INTEGERS, encoding),
+    ]
     if manifests:
-        params.update(_columns("m_", ("pos", "payload"), manifests))
+        params += column_arrays(manifests, _MANIFEST_INTEGERS, encoding)
     if nodes:
         hashes = sorted(nodes)
-        params["hash"] = array_literal(hashes)
-        params["data"] = [nodes[digest] for digest in hashes]
+        params += (text_array(hashes, encoding), bytea_array([nodes[h] for h in hashes]))
     return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
 
 
-def _columns(prefix: str, names: Sequence[str], rows: list[Row]) -> dict[str, str]:
-    """``rows`` as one array literal per column, named ``prefix`` + the column's name."""
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(names)
-    return {
-        prefix + name: array_literal(column) for name, column in zip(names, columns, strict=True)
-    }
-
-
-def array_literal(items: Iterable[str | int | None]) -> str:
-    """``items`` as a PostgreSQL array literal, for a ``%s::text[]`` or ``%s::bigint[]``
-    parameter: a string costs the client less to send than a list, which psycopg adapts
-    element by element. Texts are quoted (a backslash or double quote in them escaped),
-    so only an unquoted ``NULL`` is a null. One expression per element, no call: this
-    runs for every column of every commit."""
-    return (
-        "{"
-        + ",".join(
-            [
-                "NULL"
-                if item is None
-                else str(item)
-                if isinstance(item, int)
-                else '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                for item in items
-            ]
-        )
-        + "}"
-    )
+@lru_cache(maxsize=64)
+def _kinds_array(watched: tuple[str, ...], encoding: str) -> bytes:
+    """The polled kinds as a ``text[]``: the same few tuples for every commit."""
+    return text_array(watched, encoding)

@@ -131,7 +131,7 @@ class Pool:
                 not self._closed
                 and not conn.closed
                 and not conn.broken
-                and conn.info.transaction_status == pq.TransactionStatus.IDLE
+                and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE
                 and now - opened < MAX_LIFETIME_S
             )
             if keep:

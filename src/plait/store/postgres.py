@@ -30,13 +30,13 @@ module as PLAIT-E020 ``storage error on postgresql://<host>/<db>: <what it was d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from plait.core.canonical import JSON
@@ -53,9 +53,10 @@ from plait.store.base import (
 )
 from plait.store.lease import LeaseClaim, may_take_over, stale_token
 from plait.store.node_reads import NodeBatcher, NodeCache
-from plait.store.pg_commit import array_literal, commit_query
+from plait.store.pg_commit import commit_query
 from plait.store.pg_listen import NOTIFY_CHANNEL, PostgresListener
 from plait.store.pg_pool import Connection, Pool, PoolError
+from plait.store.pg_prepared import PreparedStatements
 from plait.store.postgres_schema import migrate
 from plait.store.records import (
     FIRED,
@@ -201,6 +202,7 @@ class PostgresStore:
             raise
         self._url, self._kwargs = url, kwargs
         self._pool = Pool(self._connect, pool_size, timeout)
+        self._prepared = PreparedStatements()
         self._pool.adopt(conn)  # the first connection serves on
 
     def __repr__(self) -> str:
@@ -624,13 +626,16 @@ class PostgresStore:
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
         watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
-        statement, params = commit_query(run_id, token, ops, nodes, release)
-        params["watched"] = array_literal(watched)
         what = f"committing to the journal of run '{run_id}'"
         self._seen_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
-                row = conn.execute(statement, params).fetchone()
+                encoding = self._prepared.encoding(conn)
+                statement, params = commit_query(
+                    run_id, token, ops, nodes, watched, encoding, release
+                )
+                answer = self._prepared.run(conn, statement, params)
+                row = [answer.get_value(0, column) for column in range(3)]
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
@@ -639,18 +644,18 @@ class PostgresStore:
             ):
                 raise self._duplicate(run_id, ops, exc) from cause
             raise
-        if row is None or not row[0]:
+        if row[0] != b"t":
             raise unknown_run(run_id)
         if row[1] is None:  # the token was not current: nothing was written
             assert token is not None
-            raise stale_token(run_id, token, sql.lease_from(row[3:]))
+            raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer)))
         self._nodes.remember(nodes)
         # The statement does not see its own rows: a batch holding a watched record
         # leaves the next poll to read the journal.
         if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
             if len(self._seen_at_commit) >= sql.WATCH_LIMIT:
                 self._seen_at_commit.clear()  # runs committed to here but never polled
-            self._seen_at_commit[run_id] = (watched, row[2])
+            self._seen_at_commit[run_id] = (watched, None if row[2] is None else int(row[2]))
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         """``Store.load_journal`` in one round trip, also when there is nothing to read (a
@@ -792,27 +797,53 @@ class PostgresStore:
             raise
         return conn
 
-    @contextmanager
-    def _connection(self, what: str = "", *, if_lost: str = "") -> Iterator[Connection]:
-        """A pooled connection (autocommit); any psycopg error becomes PLAIT-E020.
+    def _connection(self, what: str = "", *, if_lost: str = "") -> _Borrowed:
+        """A pooled connection (autocommit) for one ``with`` block; any psycopg error
+        becomes PLAIT-E020.
 
         ``what`` names the operation for the message ("reading run 'r1'"); ``if_lost``
         is added when the connection broke under it. A pooled connection the server
         closed meanwhile is replaced before use; the server being down is "cannot
         connect" with libpq's reason, at once.
         """
+        return _Borrowed(self, what, if_lost)
+
+
+class _Borrowed:
+    """``PostgresStore._connection``'s block: the connection taken from the pool on entry
+    and given back on exit. A class rather than a generator: every commit enters one,
+    and a generator's context manager costs several times the calls."""
+
+    __slots__ = ("_conn", "_if_lost", "_store", "_what")
+
+    def __init__(self, store: PostgresStore, what: str, if_lost: str) -> None:
+        self._store, self._what, self._if_lost = store, what, if_lost
+
+    def __enter__(self) -> Connection:
         try:
-            conn = self._pool.get()
+            self._conn = self._store._pool.get()
         except psycopg.Error as exc:
             reason = "" if isinstance(exc, PoolError) else "cannot connect"
-            context = ": ".join(part for part in (what, reason) if part)
-            raise self._storage_error(exc, context) from exc
-        try:
-            yield conn
-        except psycopg.Error as exc:
-            raise self._storage_error(exc, what, conn, if_lost) from exc
-        finally:
-            self._pool.put(conn)
+            context = ": ".join(part for part in (self._what, reason) if part)
+            raise self._store._storage_error(exc, context) from exc
+        return self._conn
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        conn = self._conn
+        error = None
+        if isinstance(exc, psycopg.Error):  # told before the pool closes a broken one
+            error = self._store._storage_error(exc, self._what, conn, self._if_lost)
+        self._store._pool.put(conn)
+        if error is not None:
+            raise error from exc
+
+
+def _lease_columns(answer: pq.abc.PGresult) -> tuple[str | int | None, ...]:
+    """The lease as the commit's answer found it (its last columns, as text): host, then
+    pid, started_ms, token and expires_ms as integers."""
+    values = [answer.get_value(0, column) for column in range(3, 8)]
+    host = None if values[0] is None else values[0].decode()
+    return (host, *(None if value is None else int(value) for value in values[1:]))
 
 
 def _is_turn_race(exc: pg_errors.UniqueViolation) -> bool:
