@@ -648,7 +648,7 @@ class PostgresStore:
             raise unknown_run(run_id)
         if row[1] is None:  # the token was not current: nothing was written
             assert token is not None
-            raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer)))
+            raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer, encoding)))
         self._nodes.remember(nodes)
         # The statement does not see its own rows: a batch holding a watched record
         # leaves the next poll to read the journal.
@@ -838,11 +838,12 @@ class _Borrowed:
             raise error from exc
 
 
-def _lease_columns(answer: pq.abc.PGresult) -> tuple[str | int | None, ...]:
-    """The lease as the commit's answer found it (its last columns, as text): host, then
-    pid, started_ms, token and expires_ms as integers."""
+def _lease_columns(answer: pq.abc.PGresult, encoding: str) -> tuple[str | int | None, ...]:
+    """The lease as the commit's answer found it (its last columns, as text in the
+    connection's ``encoding``): host, then pid, started_ms, token and expires_ms as
+    integers."""
     values = [answer.get_value(0, column) for column in range(3, 8)]
-    host = None if values[0] is None else values[0].decode()
+    host = None if values[0] is None else values[0].decode(encoding)
     return (host, *(None if value is None else int(value) for value in values[1:]))
 
 
