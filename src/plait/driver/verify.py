@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from plait.core.canonical import dumps
 from plait.core.env import Budgets, StepEnv
@@ -37,7 +37,6 @@ from plait.driver.checkpoints import (
     differing_fields,
     encode_checkpoint,
     first_node_differing,
-    read_checkpoint,
 )
 from plait.driver.defaults import check_epoch
 from plait.driver.environment import env_from_manifest, make_env
@@ -154,19 +153,28 @@ def verify_run(
     env: StepEnv,
     env_at: EnvAt | None = None,
     reshape: Reshape | None = None,
+    workers: int = 1,
 ) -> VerifyReport:
     """Replay ``run_id``'s journal through the core; never dispatches anything. A
     journaled migration is re-derived (``core.migrate``) and compared like any checkpoint;
     the replay goes on in the environment ``env_at`` gives for its manifest. ``reshape``:
     how a stored checkpoint of the run's first version is put in the shape of ``env``'s
-    plan (``verify --workflow`` onto a plan with other nodes or edges).
+    plan (``verify --workflow`` onto a plan with other nodes or edges). ``workers``: how
+    many processes may replay a long plain run in segments at once (``verify_cores``:
+    when they all pass, the report is the whole replay's; otherwise it is replayed whole).
 
     The journal is read lazily (``JournalRows``): before any report, and when anything
     raises, every row the replay did not read is decoded, so a corrupt row ends a verify
     with PLAIT-E010 as it would had the whole journal been read first."""
     journal = store.journal_rows(run_id)
     try:
-        report = _replay(store, journal, env, env_at, reshape)
+        report = None
+        if workers > 1 and reshape is None:
+            from plait.driver.verify_cores import verify_on_cores
+
+            report = verify_on_cores(store, journal, env, workers)
+        if report is None:
+            report = _replay(store, journal, env, env_at, reshape)[0]
     except Exception:
         journal.check()
         raise
@@ -174,13 +182,40 @@ def verify_run(
     return report
 
 
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a run's journal replayed on its own (verify on every core,
+    ``verify_cores``): its records from row ``first_row`` to before ``stop_row``, from
+    ``state`` (None: the run's start), the ``compared`` checkpoints before it taken as
+    compared; at its end it must have compared ``limit`` of them (None: every one)."""
+
+    first_row: int
+    stop_row: int
+    compared: int
+    limit: int | None
+    state: SchedulerState | None
+    replayed: set[JournalKey]
+    """Intents whose first emission this stretch compared already."""
+
+
+class CheckpointSource(Protocol):
+    """What a replay reads from a store besides the journal: stored checkpoints."""
+
+    def read_checkpoint(self, run_id: str, seq: int) -> bytes: ...
+
+    def read_checkpoints(self, run_id: str, first: int, last: int) -> dict[int, bytes]: ...
+
+
 def _replay(
-    store: Store,
+    store: CheckpointSource,
     journal: JournalRows,
     env: StepEnv,
     env_at: EnvAt | None,
     reshape: Reshape | None,
-) -> VerifyReport:
+    span: Span | None = None,
+) -> tuple[VerifyReport, SchedulerState | None]:
+    """The report of re-driving the run (of ``span`` only, when given) and the state the
+    replay ended in."""
     run_id, rows = journal.run_id, journal.rows
     stored: list[tuple[int, int]] = [
         (rows[i][SEQ], rows[i][SUPERSTEP]) for i in journal.checkpoints
@@ -194,7 +229,7 @@ def _replay(
             seed = _checkpoint_meta(journal, seq - 1)
             failed, note = _check_seed(store, run_id, journal.value(index), seed)
             if failed is not None:
-                return failed
+                return failed, None
     by_seq: dict[int, bytes] = {}
     expected = [seq for seq, _ in stored if seq not in seeds]
     metas = {rows[i][SEQ]: (rows[i][SHA256], rows[i][SIZE]) for i in journal.checkpoints}
@@ -202,7 +237,7 @@ def _replay(
     env = replace(env, checkpoint_memo=ChunkMemo())
     results = journal.results
     asks: dict[str, JournalKey] = {}  # by call id, hashed on the first answer looked up
-    replayed: set[JournalKey] = set()
+    replayed: set[JournalKey] = set() if span is None else span.replayed
 
     def result_of(key: JournalKey) -> EffectOutcome | None:
         index = results.get(key)
@@ -241,8 +276,11 @@ def _replay(
             by_seq[seq] = data if reshape is None else reshape.stored(data)
         return by_seq[seq]
 
-    state: SchedulerState | None = None
-    compared = 0
+    state: SchedulerState | None = None if span is None else span.state
+    compared = 0 if span is None else span.compared
+    limit = len(expected) if span is None or span.limit is None else span.limit
+    if span is not None:
+        records = [r for r in records if span.first_row <= r[2] < span.stop_row]
     plan = env.plan
     raised: dict[str, Any] = {}
     for record_seq, kind, index in records:
@@ -250,12 +288,13 @@ def _replay(
             mapping, restart, moved = migration_of(journal.value(index))
             moved_env = env_at(moved, raised)
             if state is None:
-                return _diverged(run_id, compared, 0, None, "a migration before any checkpoint")
+                failed = _diverged(run_id, compared, 0, None, "a migration before any checkpoint")
+                return failed, None
             state = migrate_state(state, plan, moved_env.plan, mapping, restart_at_entry=restart)
             data = encode_checkpoint(state, empty_record(state).to_json())
-            if compared >= len(expected) or stored_bytes(expected[compared]) != data:
+            if compared >= limit or stored_bytes(expected[compared]) != data:
                 what = f"the migration at journal seq {record_seq} differs from the replay"
-                return _diverged(run_id, compared, state.superstep, None, what)
+                return _diverged(run_id, compared, state.superstep, None, what), state
             compared += 1
             env, plan = moved_env, moved_env.plan
             reshape = None  # from here on the checkpoints are the migrated version's
@@ -290,18 +329,19 @@ def _replay(
             out = step(env, state, events)
         except Exception as exc:  # a plan the journal does not fit (verify --workflow)
             what = f"the replay cannot go on: {type(exc).__name__}: {exc}"
-            return _diverged(run_id, compared, superstep, None, what)
+            return _diverged(run_id, compared, superstep, None, what), state
         for command in out.commands:
             if isinstance(command, WriteIntent):
                 diverged = _intent_divergence(command, journal, replayed)
                 if diverged is not None:  # "PLAIT-E009 superstep N: <what>"
                     what = diverged.split(": ", 1)[-1]
-                    return _diverged(run_id, compared, command.superstep, command.key.node, what)
+                    node = command.key.node
+                    return _diverged(run_id, compared, command.superstep, node, what), state
                 continue
             if not isinstance(command, WriteCheckpoint):
                 continue
-            if compared >= len(expected):
-                return VerifyReport(
+            if compared >= limit:
+                failed = VerifyReport(
                     run_id,
                     False,
                     compared,
@@ -309,6 +349,7 @@ def _replay(
                     f"PLAIT-E009 superstep {command.superstep}: replay produced a checkpoint"
                     " the journal does not have",
                 )
+                return failed, state
             seq = expected[compared]
             cut = command.cut
             if cut is not None:  # epoch 3: the digests and sizes first, bytes only to explain
@@ -333,12 +374,12 @@ def _replay(
                     ),
                     f"checkpoint {seq} differs from the replay in {fields}",
                 )
-                return report
+                return report, state
             compared += 1
-    if compared < len(expected):
+    if compared < limit:
         missing = expected[compared]
         superstep = dict(stored)[missing]
-        return VerifyReport(
+        failed = VerifyReport(
             run_id,
             False,
             compared,
@@ -346,6 +387,7 @@ def _replay(
             f"PLAIT-E009 superstep {superstep}: the journal holds checkpoint {missing} that the"
             " replay never produced",
         )
+        return failed, state
     if state is None:
         up_to = "superstep 0"  # nothing was ever fed (a queued run)
     elif state.is_terminal():
@@ -354,7 +396,7 @@ def _replay(
         up_to = "park"
     else:
         up_to = f"superstep {state.superstep}"
-    return VerifyReport(run_id, True, compared, up_to, note=note)
+    return VerifyReport(run_id, True, compared, up_to, note=note), state
 
 
 def _checkpoint_meta(journal: JournalRows, seq: int) -> CheckpointMeta | None:
@@ -367,7 +409,7 @@ def _checkpoint_meta(journal: JournalRows, seq: int) -> CheckpointMeta | None:
 
 
 def _check_seed(
-    store: Store, run_id: str, fork: dict[str, Any], seed: CheckpointMeta | None
+    store: CheckpointSource, run_id: str, fork: dict[str, Any], seed: CheckpointMeta | None
 ) -> tuple[VerifyReport | None, str | None]:
     """A failed report when fork ``run_id``'s seed checkpoint is not the fork transition
     of the base checkpoint its ``fork`` record names, with the edits it journaled; else
@@ -385,7 +427,7 @@ def _check_seed(
         what = f"the fork record (from {from_run!r} at {from_seq!r}) does not match its seed"
         return _diverged(run_id, 0, superstep, None, what), None
     try:
-        base = read_checkpoint(store, from_run, from_seq)
+        base = decode_checkpoint(store.read_checkpoint(from_run, from_seq), from_run, from_seq)
         _, data = seed_checkpoint(base, run_id, edits)
     except PlaitError as exc:
         if exc.code == "E017":
@@ -406,10 +448,12 @@ def _check_seed(
     return _diverged(run_id, 0, superstep, None, what), None
 
 
-def verify_pinned(host: Host, run_id: str, workflow: Workflow | None = None) -> VerifyReport:
+def verify_pinned(
+    host: Host, run_id: str, workflow: Workflow | None = None, workers: int = 1
+) -> VerifyReport:
     """Verify ``run_id`` against what it pinned: its manifest alone when it pinned its tool
     schemas (no workflow file, tool module or model), else its pinned definition; from a
-    migration on, the version the migration pinned."""
+    migration on, the version the migration pinned. ``workers``: as ``verify_run``."""
     manifests = [dict(m) for m in host.store.manifests(run_id)]
     manifest = manifests[0]
     check_epoch(run_id, manifest)  # another engine generation's journal replays differently
@@ -420,6 +464,7 @@ def verify_pinned(host: Host, run_id: str, workflow: Workflow | None = None) -> 
         run_id,
         env,
         lambda index, raised: _pinned_env(host, run_id, manifests[index], None, raised),
+        workers=workers,
     )
 
 
