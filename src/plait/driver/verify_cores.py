@@ -190,34 +190,47 @@ def _plain_feed(journal: JournalRows, index: int) -> bool:
 
 
 def plan_segments(
-    journal: JournalRows, workers: int, min_feeds: int = MIN_SEGMENT_FEEDS
+    journal: JournalRows, workers: int, min_feeds: int | None = None
 ) -> list[Segment]:
-    """Up to ``workers`` segments of at least ``min_feeds`` feeds each, cut at feeds with a
-    checkpoint journaled since the feed before them (where the state can start again)."""
-    rows, checkpoints = journal.rows, journal.checkpoints
-    feeds = [i for i in journal.records if rows[i][KIND] == FEED]
-    count = min(workers, len(feeds) // max(min_feeds, 1))
-    segments = [Segment(0, len(rows), 0, None)]
+    """Up to ``workers`` segments of about as many feeds each, at least ``min_feeds``
+    (default ``MIN_SEGMENT_FEEDS``), each but the first starting at the first feed from
+    its share on where one may (``start_positions``)."""
+    feeds = len(_feeds(journal))
+    count = min(workers, feeds // max(MIN_SEGMENT_FEEDS if min_feeds is None else min_feeds, 1))
+    positions = start_positions(journal)
+    starts: list[int] = []
     for part in range(1, count):
-        at = _cut_at(feeds, checkpoints, part * len(feeds) // count)
-        if at is None or feeds[at] <= segments[-1].first_row:
-            continue
-        first_row = feeds[at]
-        before = bisect_left(checkpoints, first_row)
-        start = rows[checkpoints[before - 1]][SEQ]
-        last = segments[-1]
-        segments[-1] = replace(last, stop_row=first_row)
-        segments.append(Segment(first_row, len(rows), before, start))
+        index = bisect_left(positions, part * feeds // count)
+        if index < len(positions) and (not starts or positions[index] > starts[-1]):
+            starts.append(positions[index])
+    return segments_from(journal, starts)
+
+
+def _feeds(journal: JournalRows) -> list[int]:
+    """The rows of the run's feeds, in order."""
+    return [i for i in journal.records if journal.rows[i][KIND] == FEED]
+
+
+def start_positions(journal: JournalRows) -> list[int]:
+    """The positions among the run's feeds where a segment may start: every feed but the
+    first with a checkpoint journaled since the feed before it (the state it starts from)."""
+    feeds, checkpoints = _feeds(journal), journal.checkpoints
+    before = [bisect_left(checkpoints, row) for row in feeds]
+    return [at for at in range(1, len(feeds)) if before[at] > before[at - 1]]
+
+
+def segments_from(journal: JournalRows, starts: list[int]) -> list[Segment]:
+    """The segments that start at the run's feeds of positions ``starts`` (ascending, each
+    one of ``start_positions``), and the first, from the run's start."""
+    rows, checkpoints, feeds = journal.rows, journal.checkpoints, _feeds(journal)
+    firsts = [0, *(feeds[at] for at in starts)]
+    stops = [*firsts[1:], len(rows)]
+    segments = []
+    for first, stop in zip(firsts, stops, strict=True):
+        before = bisect_left(checkpoints, first)
+        start = None if first == 0 else rows[checkpoints[before - 1]][SEQ]
+        segments.append(Segment(first, stop, before, start))
     return segments
-
-
-def _cut_at(feeds: list[int], checkpoints: list[int], wanted: int) -> int | None:
-    """The first feed from position ``wanted`` on with a checkpoint journaled since the
-    feed before it; None when there is none."""
-    for at in range(max(wanted, 1), len(feeds)):
-        if bisect_left(checkpoints, feeds[at]) > bisect_left(checkpoints, feeds[at - 1]):
-            return at
-    return None
 
 
 def _verdicts(
