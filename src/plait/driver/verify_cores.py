@@ -20,10 +20,11 @@ authoritative one (``verify_run``). So reports are the same by construction; a s
 is at least as strict as the whole replay (its first emission of an intent may be a
 re-emission there: compared all the same).
 
-Which runs are split (``plain``): engine epoch 3 or later (checkpoints compared by their
-digests, no stored bytes needed), no reshape (``verify --workflow``), no fork or
+Which runs are split (``plain``): no reshape (``verify --workflow``), no fork or
 migration record, no feed that resumes from a checkpoint or raises a budget. Everything
-else is replayed in one process, as before.
+else is replayed in one process, as before. A segment compares each checkpoint by its
+digest and size, with the journal row's (a store checks stored bytes against that digest
+when it reads them, so equal digests are equal bytes): it needs no stored bytes.
 
 Processes: ``os.fork``, only where it exists and only from a process with no other
 thread than SQLite WAL checkpointers (``can_fork``: a forked child inherits any lock
@@ -54,7 +55,7 @@ from plait.core.canonical import dumps
 from plait.core.env import StepEnv
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey
-from plait.core.merkle import MERKLE_EPOCH, ChunkMemo
+from plait.core.merkle import ChunkMemo
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.checkpoints import decode_checkpoint
@@ -138,9 +139,17 @@ def verify_on_cores(
     """The report of replaying a plain run in up to ``workers`` segments at once; None
     when it is not split (not plain, too short, one worker, no fork) or any segment does
     not pass: the caller then replays it whole."""
-    if workers < 2 or env.engine_epoch < MERKLE_EPOCH or not can_fork() or not plain(journal):
+    if workers < 2 or not can_fork() or not plain(journal):
         return None
-    segments = plan_segments(journal, workers)
+    return verify_segments(store, journal, env, plan_segments(journal, workers))
+
+
+def verify_segments(
+    store: Store, journal: JournalRows, env: StepEnv, segments: list[Segment]
+) -> VerifyReport | None:
+    """The report of replaying a plain run in ``segments`` at once (the first here, one
+    child each for the others); None when there are fewer than two, or any does not pass,
+    or they do not join."""
     if len(segments) < 2:
         return None
     run_id = journal.run_id
