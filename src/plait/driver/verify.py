@@ -323,6 +323,8 @@ def _replay(
         if state is None:
             state = SchedulerState.new(run_id, plan)
         if not isinstance(events, list):
+            if limit < len(expected):  # a stretch ends where its successor starts, not short
+                return _diverged(run_id, compared, state.superstep, None, "feeds stop"), state
             break  # a result the journal does not hold: verifiable up to here
         superstep = state.superstep
         try:

@@ -33,9 +33,10 @@ The parent reads everything first (the journal's rows, the stored bytes of each
 segment's starting checkpoint: a read checks them against their digest); a child touches
 no store connection and no file: it computes, writes a few lines to a pipe and leaves by
 ``os._exit`` (no ``atexit``, no buffered output flushed twice, no connection closed
-under the parent). ``gc.freeze`` before forking keeps a child's collector off the
-parent's objects (none of their finalizers runs in a child). Children never outlive the
-call: every one is reaped, killed first on any error.
+under the parent). A child collects no garbage (``gc.disable``): no finalizer of an
+object the parent had let go of runs in it, and the collector copies none of the
+parent's pages (what a segment leaves in cycles lives until the child exits). Children
+never outlive the call: every one is reaped, killed first on any error.
 """
 
 from __future__ import annotations
@@ -271,15 +272,12 @@ def _children(
     """One forked child per segment, each writing its verdict to the pipe whose read end
     is given with its pid; every child killed (if still running) and reaped on leaving."""
     children: list[tuple[int, int]] = []
-    gc.freeze()  # a child's collector leaves the parent's objects alone
     try:
         for index, (segment, start) in enumerate(zip(segments, starts, strict=True)):
             last = index == len(segments) - 1
             children.append(_fork_segment(journal, env, segment, start, last))
-        gc.unfreeze()
         yield children
     finally:
-        gc.unfreeze()
         for pid, read_end in children:
             os.close(read_end)
             with contextlib.suppress(ProcessLookupError):
@@ -296,6 +294,7 @@ def _fork_segment(
     pid = os.fork()
     if pid == 0:  # the child: compute, write, leave; never return into the caller
         try:
+            gc.disable()  # no finalizer of the parent's objects runs here, no page copied
             os.close(read_end)
             verdict = segment_verdict(_NO_STORE, journal, env, segment, start, last=last)
             if verdict is not None:
