@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from inprocess import run_cli
 from plait import Runtime, Workflow
 from plait.core.errors import PlaitError
 from plait.driver import verify_cores
@@ -285,3 +287,19 @@ def test_a_long_run_on_postgres_verifies_on_every_core_as_in_one_process(postgre
         assert split_report(rt, "r", 3) == alone
         assert rt.verify("r", workers=3) == alone
         assert rt.verify("r", workers=1) == alone  # the pool's connections serve on
+
+
+# --- plait verify --workers N -------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_plait_verify_workers_prints_what_one_process_prints(loop_db, tmp_path):
+    def verify(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["plait", "verify", "r", *args, "--db", loop_db, "--json"]
+        return run_cli(argv, env={}, cwd=tmp_path)
+
+    alone = verify("--workers", "1")
+    assert alone.returncode == 0 and json.loads(alone.stdout)["verified"] is True
+    assert verify("--workers", "3").stdout == alone.stdout
+    assert verify().stdout == alone.stdout  # every core
+    assert verify("--workers", "0").returncode == 2  # at least one
