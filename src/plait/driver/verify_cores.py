@@ -62,12 +62,12 @@ from plait.core.step import step
 from plait.driver.checkpoints import decode_checkpoint
 from plait.driver.feeds import FEED
 from plait.driver.migrating import MIGRATE
-from plait.driver.verify import (
+from plait.driver.replay import (
     CheckpointSource,
     Span,
     VerifyReport,
-    _intent_divergence,
-    _replay,
+    intent_divergence,
+    replay,
 )
 from plait.store.base import Store
 from plait.store.rows import KIND, SEQ, JournalRows
@@ -325,7 +325,7 @@ def segment_verdict(
         began = "" if state is None else fingerprint(state)
         limit = None if last else _checkpoints_before(journal, segment.stop_row)
         span = Span(segment.first_row, segment.stop_row, segment.compared, limit, state, replayed)
-        report, ended = _replay(store, journal, env, None, None, span)
+        report, ended = replay(store, journal, env, None, None, span)
         if not report.verified or ended is None:
             return None
         journal.check(range(segment.first_row, segment.stop_row))
@@ -345,7 +345,7 @@ def _resumed(
     for command in out.commands:
         if isinstance(command, WriteCheckpoint):
             return None
-        if isinstance(command, WriteIntent) and _intent_divergence(command, journal, replayed):
+        if isinstance(command, WriteIntent) and intent_divergence(command, journal, replayed):
             return None
     return state
 
