@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import itertools
 import os
 import signal
@@ -52,7 +51,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from plait.core.canonical import dumps
+from plait.core.canonical import digest, dumps
 from plait.core.env import StepEnv
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey
@@ -358,7 +357,7 @@ def _checkpoints_before(journal: JournalRows, row: int) -> int:
 def fingerprint(state: SchedulerState) -> str:
     """The SHA-256 of the state's canonical JSON: two states with the same fingerprint
     drive every later step the same way."""
-    return hashlib.sha256(dumps(state.to_json()).encode("utf-8")).hexdigest()
+    return digest(dumps(state.to_json()))
 
 
 def _joined(verdicts: list[Verdict]) -> bool:
