@@ -2,8 +2,10 @@
 
 1. **Re-drive vs drive, per superstep:** one run of an N-step counting loop
    (``step -> step`` while ``i < N``, default 2,000) driven on a fresh SQLite file, then
-   verified (``Runtime.verify``, what ``plait verify RUN`` calls): the median of
-   ``--repeats`` of each, as µs per superstep and the ratio (target: ≤ 0.2×).
+   verified (``Runtime.verify``, what ``plait verify RUN`` calls) in one process
+   (``workers=1``) and on every core (the default: the run cut into segments, one forked
+   child each but the first): the median of ``--repeats`` of each, as µs per superstep and
+   the ratio (target: ≤ 0.2×), and the CPU time of the latter here and in its children.
 2. **``verify --all`` on every core:** ``--runs`` runs of an ``--all-steps`` loop (by
    default a store one process verifies in several seconds, well past the one-second head
    start), verified by ``verify_all`` (``plait verify --all``: runs dealt out to ``plait
@@ -37,22 +39,36 @@ from plait.cli.verify_all import CHILD, cores, verify_all
 from plait.driver.verbs import verify_report
 
 
-def drive_and_verify(steps: int, repeats: int) -> tuple[float, float]:
-    """Median µs per superstep of the drive and of its verify."""
-    drives, verifies = [], []
+def drive_and_verify(steps: int, repeats: int) -> dict[str, float]:
+    """Median µs per superstep of the drive, of its verify in one process (``workers=1``)
+    and on every core (the default), and the CPU µs per superstep of the latter in this
+    process and in its children."""
+    found: dict[str, list[float]] = {"drive": [], "one": [], "every": [], "cpu": [], "kids": []}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp, Runtime(f"sqlite:///{tmp}/v.db") as rt:
             began = time.perf_counter()
             result = rt.run_sync(loop(steps), {"i": 0}, run_id="r")
             drove = time.perf_counter() - began
-            began = time.perf_counter()
-            report = rt.verify("r")
-            verified = time.perf_counter() - began
-            assert result.status == "completed" and report.verified
-            supersteps = result.spent["supersteps"]
-            drives.append(drove * 1e6 / supersteps)
-            verifies.append(verified * 1e6 / supersteps)
-    return statistics.median(drives), statistics.median(verifies)
+            assert result.status == "completed"
+            per_step = 1e6 / result.spent["supersteps"]
+            found["drive"].append(drove * per_step)
+            for name, workers in (("one", 1), ("every", None)):
+                began, mine, kids = time.perf_counter(), _cpu(SELF), _cpu(CHILDREN)
+                report = rt.verify("r", workers=workers)
+                found[name].append((time.perf_counter() - began) * per_step)
+                assert report.verified
+            found["cpu"].append((_cpu(SELF) - mine) * per_step)
+            found["kids"].append((_cpu(CHILDREN) - kids) * per_step)
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
+SELF, CHILDREN = resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN
+
+
+def _cpu(who: int) -> float:
+    """CPU seconds (user and system) of this process, or of its children that ended."""
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
 
 
 def verify_store(runs: int, steps: int) -> dict[str, Any]:
@@ -89,11 +105,7 @@ def verify_store(runs: int, steps: int) -> dict[str, Any]:
 def _cpu_seconds() -> float:
     """CPU seconds of this process and of its children that ended: what verifying cost
     in all, whatever else the machine ran meanwhile."""
-    mine, theirs = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
+    return _cpu(SELF) + _cpu(CHILDREN)
 
 
 def _dealt_batches() -> list[list[str]]:
@@ -133,10 +145,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=("drive", "all"))
     args = parser.parse_args(argv)
     if args.only != "all":
-        drive, verify = drive_and_verify(args.steps, args.repeats)
-        print(f"verify: a {args.steps}-step loop, median of {args.repeats} (target: ≤ 0.2×)")
-        print(f"  drive   {drive:8.1f} µs/superstep")
-        print(f"  verify  {verify:8.1f} µs/superstep   {verify / drive:.2f}× the drive")
+        found = drive_and_verify(args.steps, args.repeats)
+        drive, one, every = found["drive"], found["one"], found["every"]
+        print(f"verify: a {args.steps}-step loop, median of {args.repeats} (target: ≤ 0.2×),"
+              f" {cores()} cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+        print(f"  drive          {drive:8.1f} µs/superstep")
+        print(f"  verify, 1 core {one:8.1f} µs/superstep   {one / drive:.2f}× the drive")
+        print(f"  verify, every  {every:8.1f} µs/superstep   {every / drive:.2f}× the drive")
+        print(f"  CPU of verify on every core: {found['cpu']:.1f} µs/superstep here,"
+              f" {found['kids']:.1f} in its children")  # fmt: skip
     if args.only == "drive":
         return
     found = verify_store(args.runs, args.all_steps)

@@ -181,6 +181,8 @@ def test_a_run_migrated_twice_names_both_earlier_versions_and_verifies(cli: Cli)
     assert shown["migrated_from"] == [first, second] and shown["plan_hash"] == third
     assert approve_and_resume(cli, "r", ask)["status"] == "completed"
     assert verified(cli, "r")
+    # verify on every core leaves a migrated run to one process: the same report
+    assert cli("verify", "r", "--workers", "3").data == cli("verify", "r", "--workers", "1").data
     said = cli.raw("show", "r", "--db", cli.db)
     human = said.stdout + said.stderr
     assert f"versions: {first} -> {second} -> {third}" in human

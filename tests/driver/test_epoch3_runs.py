@@ -19,6 +19,7 @@ from plait import Runtime
 from plait.core.canonical import dumpb
 from plait.core.merkle import merkle_digest
 from plait.core.state import DecisionRecord
+from plait.driver import verify_cores
 from plait.driver.checkpoints import decode_checkpoint, read_checkpoint
 from plait.driver.defaults import ENGINE_EPOCH
 
@@ -104,6 +105,9 @@ def test_a_crashed_epoch_3_run_resumes_as_epoch_3_and_verifies(db, monkeypatch):
         assert written  # by today's code, the epoch-3 way: every field
         assert all(all(field in data for field in DEFAULTS) for data in written)
         assert rt.verify("grow-crashed").verified
+        # a resumed run is left to one process by verify on every core: the same report
+        monkeypatch.setattr(verify_cores, "MIN_SEGMENT_FEEDS", 1)
+        assert rt.verify("grow-crashed", workers=3) == rt.verify("grow-crashed", workers=1)
 
 
 def test_a_parked_epoch_3_run_is_approved_resumes_as_epoch_3_and_verifies(db, monkeypatch):
@@ -120,6 +124,9 @@ def test_a_parked_epoch_3_run_is_approved_resumes_as_epoch_3_and_verifies(db, mo
         assert written
         assert all(all(field in data for field in DEFAULTS) for data in written)
         assert rt.verify("pay-parked").verified
+        # a resumed run is left to one process by verify on every core: the same report
+        monkeypatch.setattr(verify_cores, "MIN_SEGMENT_FEEDS", 1)
+        assert rt.verify("pay-parked", workers=3) == rt.verify("pay-parked", workers=1)
 
 
 @pytest.mark.parametrize(("run_id", "k"), [("count-done", 2), ("pay-done", 3)])

@@ -289,6 +289,15 @@ def verify(
             help="Replay against this version of the plan instead of the one each run pinned.",
         ),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            metavar="N",
+            min=1,
+            help="Processes one long run's replay may be split over (default: every core).",
+        ),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -309,7 +318,7 @@ def verify(
             raise PlaitError("E019", "verify: give one or more RUN_IDs, or --all")
 
         def here(run_id: str) -> dict[str, Any]:
-            return verify_report(rt, run_id, against)
+            return verify_report(rt, run_id, against, workers)
 
         def verify_ids(advance: Callable[[int], None]) -> list[dict[str, Any]]:
             if all_runs:  # every core once it pays (plait.cli.verify_all)

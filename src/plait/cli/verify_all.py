@@ -21,19 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from plait.core.errors import PlaitError
+from plait.driver.verify_cores import cores
 
 HEAD_START_S = 1.0
 """Seconds of verifying in this process before the rest goes to children: a store that
 verifies faster than that (most) never pays for starting another Python."""
 CHILD = "import sys; from plait.cli import main; sys.argv[0] = 'plait'; main()"
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def verify_all(
@@ -79,7 +72,8 @@ def verify_in_processes(
     env = {**os.environ, "PLAIT_DB": db}
 
     def verify_batch(batch: list[str]) -> list[dict[str, Any]] | None:
-        argv = [sys.executable, "-c", CHILD, "verify", *batch, "--json"]
+        # Each child has a core of its own: it verifies its runs in one process.
+        argv = [sys.executable, "-c", CHILD, "verify", *batch, "--workers", "1", "--json"]
         if workflow is not None:
             argv += ["--workflow", workflow]
         done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)

@@ -291,11 +291,16 @@ class Runtime:
 
     # --- reading ------------------------------------------------------------------
 
-    def verify(self, run_id: str, *, workflow: Workflow | None = None) -> VerifyReport:
-        """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects)."""
+    def verify(
+        self, run_id: str, *, workflow: Workflow | None = None, workers: int | None = None
+    ) -> VerifyReport:
+        """Re-drive ``run_id`` from its journal and compare every checkpoint (no effects).
+        ``workers``: processes a long run's replay may be split over (None: every core;
+        1: this process alone); the report is the same either way."""
         from plait.driver.verify import verify_pinned
+        from plait.driver.verify_cores import cores
 
-        return verify_pinned(self.host, run_id, workflow)
+        return verify_pinned(self.host, run_id, workflow, cores() if workers is None else workers)
 
     def view(self, run_id: str) -> RunView:
         """The run read back: its standing, effects, asks and flows (one read each)."""

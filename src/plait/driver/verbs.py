@@ -140,16 +140,18 @@ def trace_object(rt: Runtime, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "entries": rt.trace(run_id)}
 
 
-def verify_report(rt: Runtime, run_id: str, against: RunDefinition | None = None) -> dict[str, Any]:
+def verify_report(
+    rt: Runtime, run_id: str, against: RunDefinition | None = None, workers: int | None = None
+) -> dict[str, Any]:
     """One run's verify report, against the version it pinned or another (``against``,
     ``verify --workflow``); a run that cannot be replayed at all is a failed verification
-    (an unknown run id stays PLAIT-E017)."""
+    (an unknown run id stays PLAIT-E017). ``workers``: as ``Runtime.verify``."""
     from plait.driver.verify import verify_with
 
     try:
         if against is not None:
             return verify_with(rt.host, run_id, against).to_json()
-        return rt.verify(run_id).to_json()
+        return rt.verify(run_id, workers=workers).to_json()
     except PlaitError as exc:
         if exc.code == "E017":
             raise

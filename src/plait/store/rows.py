@@ -228,17 +228,23 @@ class JournalRows:
         decodes (to the value it stands for): ``check`` need not decode it."""
         self._read.add(index)
 
-    def check(self) -> None:
-        """Decode every row not read yet, in seq order: PLAIT-E010 (or what else
-        ``load_journal`` would raise) for the first that does not decode."""
-        read = self._read
+    def check(self, indexes: range | None = None) -> None:
+        """Decode every row not read yet (of ``indexes`` only, when given), in seq order:
+        PLAIT-E010 (or what else ``load_journal`` would raise) for the first that does
+        not decode."""
+        read, rows = self._read, self.rows
         try:
-            for index, row in enumerate(self.rows):
+            for index in range(len(rows)) if indexes is None else indexes:
                 if index not in read:
-                    self._check_row(index, row)
+                    self._check_row(index, rows[index])
                     read.add(index)
         except ValueError as exc:
             raise corrupted_journal(self.run_id, exc) from exc
+
+    def checked_elsewhere(self, indexes: range) -> None:
+        """Rows ``indexes`` were checked by another process, on a copy of these rows
+        (verify on every core): ``check`` need not decode them again."""
+        self._read.update(indexes)
 
     def _check_row(self, index: int, row: Row) -> None:
         """Decode row ``index`` as ``add_row`` decodes its record, key first."""

@@ -29,6 +29,11 @@ BACKSTOP_PAGES = 10_000
 only once the WAL holds this many pages (40 MB with 4 KB pages)."""
 
 
+THREAD_NAME = "plait-wal-checkpoint"
+"""How the checkpointing thread's name starts (``verify_cores`` knows it holds no lock a
+forked child would take: it only calls SQLite, on its own connection)."""
+
+
 class WalCheckpointer:
     """Checkpoints one database file from a daemon thread, started on first need."""
 
@@ -52,7 +57,7 @@ class WalCheckpointer:
         self._commits = 0
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(
-                target=self._run, name=f"plait-wal-checkpoint {self._path}", daemon=True
+                target=self._run, name=f"{THREAD_NAME} {self._path}", daemon=True
             )
             self._thread.start()
         self._due.set()

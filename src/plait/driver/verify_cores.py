@@ -1,0 +1,391 @@
+"""Verify one long run on every core: its replay cut into segments at stored checkpoints
+(issue #22, target 3; docs/architecture.md §5.5).
+
+Re-driving a run is pure CPU in one Python thread. A long run is cut at ``count - 1``
+feeds into ``count`` segments: the first is replayed here, each other one in a child
+process forked for it, all at once. A segment starting mid-run starts from the stored
+checkpoint just before its first feed, driven on by one step with no event (what a resume
+from that checkpoint does first: the superstep the checkpoint closed opens the next one).
+Each segment compares every checkpoint and every intent's first emission it produces,
+as the whole replay does, and ends with the fingerprint of its state (the canonical JSON
+of the scheduler state); it begins with the fingerprint of the state it started from.
+The segments join when each one's end is the next one's beginning: then every step was
+re-driven from exactly the state the whole replay would have reached, and the report is
+the one the whole replay gives (verified, every checkpoint, the last segment's ``up_to``).
+
+Only "all is well" is decided on several cores. A segment that fails, raises, or meets
+anything it does not handle, fingerprints that do not join, a child that dies: any of
+these and the caller replays the whole run in one process, whose report is the
+authoritative one (``verify_run``). So reports are the same by construction; a segment
+is at least as strict as the whole replay (its first emission of an intent may be a
+re-emission there: compared all the same).
+
+Which runs are split (``plain``): no reshape (``verify --workflow``), no fork or
+migration record, no feed that resumes from a checkpoint or raises a budget. Everything
+else is replayed in one process, as before. A segment compares each checkpoint by its
+digest and size, with the journal row's (a store checks stored bytes against that digest
+when it reads them, so equal digests are equal bytes): it needs no stored bytes.
+
+Processes: ``os.fork``, only where it exists and only from a process with no other
+thread than SQLite WAL checkpointers (``can_fork``: a forked child inherits any lock
+another thread holds; the child's own code takes none, but a library it calls might).
+The parent reads everything first (the journal's rows, the stored bytes of each
+segment's starting checkpoint: a read checks them against their digest); a child touches
+no store connection and no file: it computes, writes a few lines to a pipe and leaves by
+``os._exit`` (no ``atexit``, no buffered output flushed twice, no connection closed
+under the parent). A child collects no garbage (``gc.disable``): no finalizer of an
+object the parent had let go of runs in it, and the collector copies none of the
+parent's pages (what a segment leaves in cycles lives until the child exits). Children
+never outlive the call: every one is reaped, killed first on any error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import os
+import signal
+import threading
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from plait.core.canonical import digest, dumps
+from plait.core.env import StepEnv
+from plait.core.events import WriteCheckpoint, WriteIntent
+from plait.core.keys import JournalKey
+from plait.core.merkle import ChunkMemo
+from plait.core.state import SchedulerState
+from plait.core.step import step
+from plait.driver.checkpoints import decode_checkpoint
+from plait.driver.feeds import FEED
+from plait.driver.migrating import MIGRATE
+from plait.driver.replay import (
+    CheckpointSource,
+    Span,
+    VerifyReport,
+    intent_divergence,
+    replay,
+)
+from plait.store.base import Store
+from plait.store.rows import KIND, SEQ, JournalRows
+from plait.store.wal import THREAD_NAME as WAL_THREAD
+
+MIN_SEGMENT_FEEDS = 200
+"""Fewest feeds (supersteps) a segment replays: below it, forking a child and starting a
+segment from its checkpoint cost more than the segment saves (docs/benchmarks.md,
+"Seventh round")."""
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether this process may fork children that only compute: a platform with fork,
+    and no other thread but SQLite stores' WAL checkpointers (a child calls no SQLite,
+    so it never waits on a lock one of them held when it was forked). Any other thread
+    (a worker's drivers, a server's, the caller's own) may hold a lock the child's code
+    takes, Python's or a library's: then verify stays in one process."""
+    this = threading.current_thread()
+    return hasattr(os, "fork") and all(
+        thread is this or thread.name.startswith(WAL_THREAD) for thread in threading.enumerate()
+    )
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Rows ``first_row`` to before ``stop_row`` of a run's journal, replayed on their own;
+    ``compared``: the checkpoints journaled before it; ``start``: the stored checkpoint it
+    starts from (its seq; None for the first segment, which starts at the run's start)."""
+
+    first_row: int
+    stop_row: int
+    compared: int
+    start: int | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a segment that passed says: the fingerprints of the state it started from and
+    ended in, how many checkpoints the replay has compared at its end, and ``up_to``."""
+
+    began: str
+    ended: str
+    checkpoints: int
+    up_to: str
+
+    def to_text(self) -> str:
+        return f"{self.began}\n{self.ended}\n{self.checkpoints}\n{self.up_to}"
+
+    @staticmethod
+    def of_text(text: str) -> Verdict | None:
+        """The verdict a child wrote; None for anything else (a child that failed wrote
+        nothing, or died)."""
+        lines = text.split("\n")
+        if len(lines) != 4 or not lines[2].isdigit():
+            return None
+        return Verdict(lines[0], lines[1], int(lines[2]), lines[3])
+
+
+def verify_on_cores(
+    store: Store, journal: JournalRows, env: StepEnv, workers: int
+) -> VerifyReport | None:
+    """The report of replaying a plain run in up to ``workers`` segments at once; None
+    when it is not split (not plain, too short, one worker, no fork) or any segment does
+    not pass: the caller then replays it whole."""
+    if workers < 2 or not can_fork() or not plain(journal):
+        return None
+    return verify_segments(store, journal, env, plan_segments(journal, workers))
+
+
+def verify_segments(
+    store: Store, journal: JournalRows, env: StepEnv, segments: list[Segment]
+) -> VerifyReport | None:
+    """The report of replaying a plain run in ``segments`` at once (the first here, one
+    child each for the others); None when there are fewer than two, or any does not pass,
+    or they do not join."""
+    if len(segments) < 2:
+        return None
+    run_id = journal.run_id
+    try:
+        starts = [store.read_checkpoint(run_id, s.start) for s in segments if s.start is not None]
+    except Exception:  # the whole replay says what is wrong, if it reads them at all
+        return None
+    try:
+        verdicts = _verdicts(store, journal, env, segments, starts)
+    except OSError:  # no pipe or no fork to be had: one process it is
+        return None
+    if verdicts is None or not _joined(verdicts):
+        return None
+    for segment in segments[1:]:
+        journal.checked_elsewhere(range(segment.first_row, segment.stop_row))
+    return VerifyReport(run_id, True, verdicts[-1].checkpoints, verdicts[-1].up_to)
+
+
+def plain(journal: JournalRows) -> bool:
+    """Whether the run's replay is the same steps all through: no fork seed, no migration,
+    no resume from a checkpoint, no budget raised (each changes the state or the
+    environment between two steps in a way a segment does not follow)."""
+    for index in journal.records:
+        kind = journal.rows[index][KIND]
+        if kind == "fork" or kind == MIGRATE:
+            return False
+        if kind == FEED and not _plain_feed(journal, index):
+            return False
+    return True
+
+
+def _plain_feed(journal: JournalRows, index: int) -> bool:
+    """Whether feed ``index`` neither resumes nor raises a budget (a feed kept whole is
+    told by its text: a name found elsewhere in it only costs a split)."""
+    text = journal.whole_text(index)
+    if text is not None:
+        return '"resume_from"' not in text and '"budget_raised"' not in text
+    try:
+        body = journal.value(index)
+        if not isinstance(body, dict) or "resume_from" in body:
+            return False
+        return not any(
+            isinstance(item, dict) and "budget_raised" in item for item in body["events"]
+        )
+    except Exception:  # a row that does not decode: the whole replay reports it
+        return False
+
+
+def plan_segments(
+    journal: JournalRows, workers: int, min_feeds: int | None = None
+) -> list[Segment]:
+    """Up to ``workers`` segments of about as many feeds each, at least ``min_feeds``
+    (default ``MIN_SEGMENT_FEEDS``), each but the first starting at the first feed from
+    its share on where one may (``start_positions``)."""
+    feeds = len(_feeds(journal))
+    count = min(workers, feeds // max(MIN_SEGMENT_FEEDS if min_feeds is None else min_feeds, 1))
+    positions = start_positions(journal)
+    starts: list[int] = []
+    for part in range(1, count):
+        index = bisect_left(positions, part * feeds // count)
+        if index < len(positions) and (not starts or positions[index] > starts[-1]):
+            starts.append(positions[index])
+    return segments_from(journal, starts)
+
+
+def _feeds(journal: JournalRows) -> list[int]:
+    """The rows of the run's feeds, in order."""
+    return [i for i in journal.records if journal.rows[i][KIND] == FEED]
+
+
+def start_positions(journal: JournalRows) -> list[int]:
+    """The positions among the run's feeds where a segment may start: every feed but the
+    first with a checkpoint journaled since the feed before it (the state it starts from)."""
+    feeds, checkpoints = _feeds(journal), journal.checkpoints
+    before = [bisect_left(checkpoints, row) for row in feeds]
+    return [at for at in range(1, len(feeds)) if before[at] > before[at - 1]]
+
+
+def segments_from(journal: JournalRows, starts: list[int]) -> list[Segment]:
+    """The segments that start at the run's feeds of positions ``starts`` (ascending, each
+    one of ``start_positions``), and the first, from the run's start."""
+    rows, checkpoints, feeds = journal.rows, journal.checkpoints, _feeds(journal)
+    firsts = [0, *(feeds[at] for at in starts)]
+    stops = [*firsts[1:], len(rows)]
+    segments = []
+    for first, stop in zip(firsts, stops, strict=True):
+        before = bisect_left(checkpoints, first)
+        start = None if first == 0 else rows[checkpoints[before - 1]][SEQ]
+        segments.append(Segment(first, stop, before, start))
+    return segments
+
+
+def _verdicts(
+    store: Store,
+    journal: JournalRows,
+    env: StepEnv,
+    segments: list[Segment],
+    starts: list[bytes],
+) -> list[Verdict] | None:
+    """Each segment's verdict, the first from this process, the others from children;
+    None as soon as one does not pass."""
+    with _children(journal, env, segments[1:], starts) as children:
+        mine = segment_verdict(store, journal, env, segments[0], None, last=False)
+        if mine is None:
+            return None
+        verdicts = [mine]
+        for _pid, read_end in children:
+            verdict = Verdict.of_text(_read_all(read_end))
+            if verdict is None:
+                return None
+            verdicts.append(verdict)
+        return verdicts
+
+
+@contextlib.contextmanager
+def _children(
+    journal: JournalRows, env: StepEnv, segments: list[Segment], starts: list[bytes]
+) -> Iterator[list[tuple[int, int]]]:
+    """One forked child per segment, each writing its verdict to the pipe whose read end
+    is given with its pid; every child killed (if still running) and reaped on leaving."""
+    children: list[tuple[int, int]] = []
+    try:
+        for index, (segment, start) in enumerate(zip(segments, starts, strict=True)):
+            last = index == len(segments) - 1
+            children.append(_fork_segment(journal, env, segment, start, last))
+        yield children
+    finally:
+        for pid, read_end in children:
+            os.close(read_end)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # done by now, unless this call failed
+            os.waitpid(pid, 0)
+
+
+def _fork_segment(
+    journal: JournalRows, env: StepEnv, segment: Segment, start: bytes, last: bool
+) -> tuple[int, int]:
+    """Fork a child that replays ``segment`` and writes its verdict (nothing if it does
+    not pass) to a pipe; its pid and the pipe's read end."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write, leave; never return into the caller
+        try:
+            gc.disable()  # no finalizer of the parent's objects runs here, no page copied
+            os.close(read_end)
+            verdict = segment_verdict(_NO_STORE, journal, env, segment, start, last=last)
+            if verdict is not None:
+                _write_all(write_end, verdict.to_text().encode("utf-8"))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    return pid, read_end
+
+
+def segment_verdict(
+    store: CheckpointSource,
+    journal: JournalRows,
+    env: StepEnv,
+    segment: Segment,
+    start: bytes | None,
+    *,
+    last: bool,
+) -> Verdict | None:
+    """Replay ``segment`` (from the checkpoint ``start``, driven on by one step with no
+    event); its verdict, None when it does not pass or raises. Its rows are checked as a
+    whole replay checks them (``JournalRows.check``)."""
+    try:
+        replayed: set[JournalKey] = set()
+        state = None if start is None else _resumed(journal, env, start, replayed)
+        if start is not None and state is None:
+            return None
+        began = "" if state is None else fingerprint(state)
+        limit = None if last else _checkpoints_before(journal, segment.stop_row)
+        span = Span(segment.first_row, segment.stop_row, segment.compared, limit, state, replayed)
+        report, ended = replay(store, journal, env, None, None, span)
+        if not report.verified or ended is None:
+            return None
+        journal.check(range(segment.first_row, segment.stop_row))
+        return Verdict(began, fingerprint(ended), report.checkpoints, report.up_to)
+    except Exception:
+        return None
+
+
+def _resumed(
+    journal: JournalRows, env: StepEnv, start: bytes, replayed: set[JournalKey]
+) -> SchedulerState | None:
+    """The state of checkpoint ``start`` driven on as a resume drives it first (one step,
+    no event): the superstep it closed opens the next; None when that step checkpoints or
+    emits an intent that differs from the journal's."""
+    state = decode_checkpoint(start, journal.run_id).scheduler
+    out = step(replace(env, checkpoint_memo=ChunkMemo()), state, [])
+    for command in out.commands:
+        if isinstance(command, WriteCheckpoint):
+            return None
+        if isinstance(command, WriteIntent) and intent_divergence(command, journal, replayed):
+            return None
+    return state
+
+
+def _checkpoints_before(journal: JournalRows, row: int) -> int:
+    """How many checkpoints are journaled before row ``row``."""
+    return bisect_left(journal.checkpoints, row)
+
+
+def fingerprint(state: SchedulerState) -> str:
+    """The SHA-256 of the state's canonical JSON: two states with the same fingerprint
+    drive every later step the same way."""
+    return digest(dumps(state.to_json()))
+
+
+def _joined(verdicts: list[Verdict]) -> bool:
+    """Whether each segment started from the state the one before it ended in."""
+    return all(a.ended == b.began for a, b in itertools.pairwise(verdicts))
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while chunk := os.read(fd, 4096):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+class _NoStore:
+    """The store a child sees: any read raises, so a segment that would need one (to say
+    what differs) fails, and the whole replay in the parent reads it."""
+
+    def read_checkpoint(self, run_id: str, seq: int) -> bytes:
+        raise RuntimeError("a verify segment reads no store")
+
+    def read_checkpoints(self, run_id: str, first: int, last: int) -> dict[int, bytes]:
+        raise RuntimeError("a verify segment reads no store")
+
+
+_NO_STORE = _NoStore()

@@ -1,0 +1,305 @@
+"""Verify one long run on every core (``driver/verify_cores.py``, issue #22 target 3).
+
+A plain run is replayed in segments at once, cut at stored checkpoints; only "all is
+well" is decided so. Checked on real SQLite files (and one PostgreSQL database): the
+report is the one a replay in one process gives, for a clean run and for a corrupted
+checkpoint, intent, result or feed in the first, a middle or the last segment; a run that
+forked, migrated, raised a budget or resumed (the recorded journals) verifies as it did;
+a segment may start at every feed where one can; no child process outlives the call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inprocess import run_cli
+from plait import Runtime, Workflow
+from plait.core.errors import PlaitError
+from plait.driver import verify_cores
+from plait.driver.verify import _pinned_env
+from plait.driver.verify_cores import (
+    Segment,
+    plain,
+    plan_segments,
+    segments_from,
+    start_positions,
+    verify_on_cores,
+    verify_segments,
+)
+from plait.store.rows import ITEM, KIND, SEQ
+
+JOURNALS = Path(__file__).resolve().parents[1] / "fixtures" / "journals"
+RECORDED: list[str] = json.loads((JOURNALS / "meta.json").read_text())["runs"]
+STEPS = 60
+
+
+def counting_loop(n: int) -> Workflow:
+    """``step -> step (i < n) -> done``, each step adding a line to a growing log."""
+
+    def step(i: int, log: list[str]) -> dict[str, Any]:
+        return {"i": i + 1, "log": [*log, f"line {i}"]}
+
+    def done() -> dict[str, Any]:
+        return {}
+
+    return (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .node("done", tool=done)
+        .edge("step", "step", when=f"i < {n}", max_cycles=n)
+        .edge("step", "done", when=f"i >= {n}")
+        .budget(max_supersteps=n + 10)
+    )
+
+
+@pytest.fixture
+def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments of a few feeds: a short run is split as a long one is."""
+    monkeypatch.setattr(verify_cores, "MIN_SEGMENT_FEEDS", 5)
+
+
+@pytest.fixture
+def loop_db(tmp_path: Path) -> str:
+    db = f"sqlite:///{tmp_path / 'loop.db'}"
+    with Runtime(db) as rt:
+        assert rt.run_sync(counting_loop(STEPS), {"i": 0, "log": []}, run_id="r").status == (
+            "completed"
+        )
+    return db
+
+
+def outcome(rt: Runtime, run_id: str, workers: int) -> Any:
+    """The report of verifying ``run_id``, or the error it raised (code and message)."""
+    try:
+        return rt.verify(run_id, workers=workers).to_json()
+    except PlaitError as exc:
+        return ("raised", exc.code, str(exc))
+
+
+def split_report(rt: Runtime, run_id: str, workers: int) -> Any:
+    """What verifying on ``workers`` cores decides by itself (None: it left it to one
+    process)."""
+    manifest = dict(rt.store.manifests(run_id)[0])
+    env = _pinned_env(rt.host, run_id, manifest, None, {})
+    return verify_on_cores(rt.store, rt.store.journal_rows(run_id), env, workers)
+
+
+@pytest.fixture
+def no_child_left() -> Iterator[None]:
+    """Fails the test if a child process of this one is left (running or a zombie)."""
+    before = children()
+    yield
+    assert children() == before
+
+
+def children() -> set[int]:
+    """This process's child processes, zombies included."""
+    task = Path(f"/proc/self/task/{threading.get_native_id()}/children")
+    if not task.exists():
+        pytest.skip("no /proc children list here")
+    return {int(pid) for pid in task.read_text().split()}
+
+
+# --- a clean run --------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_a_long_run_verified_on_every_core_reports_as_in_one_process(loop_db, workers):
+    with Runtime(loop_db) as rt:
+        alone = rt.verify("r", workers=1)
+        assert alone.verified and alone.up_to == "terminal"
+        journal = rt.store.journal_rows("r")
+        assert plain(journal) and len(plan_segments(journal, workers)) == workers
+
+        assert split_report(rt, "r", workers) == alone  # decided on the cores
+        assert rt.verify("r", workers=workers) == alone
+
+
+@pytest.mark.usefixtures("no_child_left")
+def test_a_short_run_stays_in_one_process(loop_db):
+    with Runtime(loop_db) as rt:
+        journal = rt.store.journal_rows("r")
+        assert len(plan_segments(journal, 4)) == 1  # under MIN_SEGMENT_FEEDS a segment
+        assert split_report(rt, "r", 4) is None
+        assert rt.verify("r", workers=4).verified
+
+
+@pytest.mark.usefixtures("no_child_left")
+def test_a_segment_may_start_at_every_feed_where_one_can(loop_db):
+    with Runtime(loop_db) as rt:
+        alone = rt.verify("r", workers=1)
+        journal = rt.store.journal_rows("r")
+        env = _pinned_env(rt.host, "r", dict(rt.store.manifests("r")[0]), None, {})
+        positions = start_positions(journal)
+        assert len(positions) == STEPS  # every feed of a result but the first's
+        for at in positions:
+            segments = segments_from(journal, [at])
+            journal = rt.store.journal_rows("r")
+            assert verify_segments(rt.store, journal, env, segments) == alone, at
+        every = segments_from(journal, positions)  # one segment per feed: STEPS children
+        assert verify_segments(rt.store, journal, env, every[:3]) is None  # not the whole run
+        assert verify_segments(rt.store, rt.store.journal_rows("r"), env, every) == alone
+
+
+# --- a corrupted run: exactly the report of one process ---------------------------------
+
+
+def corrupt_payload(old: str, new: str) -> Callable[[str], str]:
+    def change(payload: str) -> str:
+        assert old in payload, payload
+        return payload.replace(old, new, 1)
+
+    return change
+
+
+CORRUPTIONS: dict[str, tuple[str, str, Callable[[str], str]]] = {
+    # what, (item, column, change): the row's column as text, changed
+    "intent": ("intent", "payload", corrupt_payload('{"j":{"i":', '{"j":{"i":1000')),
+    "intent-value": ("intent", "payload", corrupt_payload('{"i":', '{"j":0,"i":')),
+    "result": ("result", "payload", corrupt_payload('"result":{', '"result":{"extra":1,')),
+    "feed": ("feed", "payload", corrupt_payload('"clock":', '"clock":1')),
+    "feed-undecodable": ("feed", "payload", corrupt_payload('"events"', '"events')),
+    "checkpoint-digest": ("checkpoint", "sha256", lambda sha: "0" * 64),
+    "checkpoint-size": ("checkpoint", "size", lambda size: str(int(size) + 1)),
+}
+
+
+def corrupt(db: str, seq: int, column: str, change: Callable[[str], str]) -> None:
+    path = db.removeprefix("sqlite:///")
+    conn = sqlite3.connect(path)
+    try:
+        (value,) = conn.execute(
+            f"SELECT {column} FROM journal WHERE run_id = 'r' AND seq = ?", (seq,)
+        ).fetchone()
+        changed = change(str(value))
+        conn.execute(
+            f"UPDATE journal SET {column} = ? WHERE run_id = 'r' AND seq = ?", (changed, seq)
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def row_in(rt: Runtime, segment: Segment, item: str) -> int:
+    """The seq of the middle row of ``item`` (a feed: a record of that kind) in ``segment``."""
+    journal = rt.store.journal_rows("r")
+    rows = journal.rows[segment.first_row : segment.stop_row]
+    if item == "feed":
+        found = [r[SEQ] for r in rows if r[ITEM] == "record" and r[KIND] == "feed"]
+    else:
+        found = [r[SEQ] for r in rows if r[ITEM] == item]
+    return found[len(found) // 2]
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+@pytest.mark.parametrize("what", sorted(CORRUPTIONS))
+def test_a_corrupted_run_gets_exactly_the_report_of_one_process(loop_db, where, what):
+    item, column, change = CORRUPTIONS[what]
+    with Runtime(loop_db) as rt:
+        segments = plan_segments(rt.store.journal_rows("r"), 3)
+        assert len(segments) == 3 and split_report(rt, "r", 3) is not None
+        segment = segments[{"first": 0, "middle": 1, "last": 2}[where]]
+        corrupt(loop_db, row_in(rt, segment, item), column, change)
+
+    with Runtime(loop_db) as rt:
+        alone = outcome(rt, "r", 1)
+        assert isinstance(alone, tuple) or alone["verified"] is False, alone
+        assert split_report(rt, "r", 3) is None  # a segment did not pass: one process
+        assert outcome(rt, "r", 3) == alone
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_a_checkpoint_a_segment_starts_from_that_fails_its_hash_is_left_to_one_process(loop_db):
+    with Runtime(loop_db) as rt:
+        start = plan_segments(rt.store.journal_rows("r"), 3)[1].start
+        assert start is not None
+    corrupt(loop_db, start, "payload", corrupt_payload('"i":', '"i":7'))  # sha256 kept
+    with Runtime(loop_db) as rt:
+        alone = outcome(rt, "r", 1)
+        assert alone["verified"] is True  # the digests compared: the bytes never read
+        assert split_report(rt, "r", 3) is None
+        assert outcome(rt, "r", 3) == alone
+
+
+# --- runs that fork, migrate, raise a budget, resume ------------------------------------
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Iterator[Runtime]:
+    """The recorded journals (tests/fixtures/journals), on a copy, read from its folder."""
+    shutil.copyfile(JOURNALS / "runs.db", tmp_path / "runs.db")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        with Runtime(f"sqlite:///{tmp_path / 'runs.db'}") as rt:
+            yield rt
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.usefixtures("no_child_left")
+def test_every_recorded_run_verifies_on_every_core_as_it_did(recorded, monkeypatch):
+    monkeypatch.setattr(verify_cores, "MIN_SEGMENT_FEEDS", 1)  # split wherever it can
+    split = set()
+    for run_id in RECORDED:
+        want = json.loads((JOURNALS / "expected" / f"{run_id}.json").read_text())["verify"]
+        assert outcome(recorded, run_id, 3) == want, run_id
+        if split_report(recorded, run_id, 3) is not None:
+            split.add(run_id)
+    # tools, a Send, a loop, a subgraph: split; a fork, a raise, an answer: one process
+    assert {"fanout-send", "loop-max-cycles", "orders-chain", "subgraph"} <= split
+    assert not split & {"orders-chain-fork-f0000001", "budget-raised", "approval-yes"}
+
+
+@pytest.mark.usefixtures("no_child_left")
+def test_the_runs_a_segment_does_not_follow_are_not_plain(recorded):
+    for run_id, why in [
+        ("orders-chain-fork-f0000001", "a fork's seed"),
+        ("budget-raised", "a budget raised"),
+        ("approval-yes", "resumed after an answer"),
+        ("tokens-raised", "a budget raised"),
+    ]:
+        assert not plain(recorded.store.journal_rows(run_id)), why
+    assert plain(recorded.store.journal_rows("orders-chain"))
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_a_long_run_on_postgres_verifies_on_every_core_as_in_one_process(postgres_url):
+    with Runtime(postgres_url) as rt:
+        rt.run_sync(counting_loop(STEPS), {"i": 0, "log": []}, run_id="r")
+        alone = rt.verify("r", workers=1)
+        assert alone.verified
+        assert split_report(rt, "r", 3) == alone
+        assert rt.verify("r", workers=3) == alone
+        assert rt.verify("r", workers=1) == alone  # the pool's connections serve on
+
+
+# --- plait verify --workers N -------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_plait_verify_workers_prints_what_one_process_prints(loop_db, tmp_path):
+    def verify(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["plait", "verify", "r", *args, "--db", loop_db, "--json"]
+        return run_cli(argv, env={}, cwd=tmp_path)
+
+    alone = verify("--workers", "1")
+    assert alone.returncode == 0 and json.loads(alone.stdout)["verified"] is True
+    assert verify("--workers", "3").stdout == alone.stdout
+    assert verify().stdout == alone.stdout  # every core
+    assert verify("--workers", "0").returncode == 2  # at least one
