@@ -258,9 +258,8 @@ def test_every_recorded_run_verifies_on_every_core_as_it_did(recorded, monkeypat
         assert outcome(recorded, run_id, 3) == want, run_id
         if split_report(recorded, run_id, 3) is not None:
             split.add(run_id)
-    # tools, a Send, a loop, a subgraph: split; a fork, a raise, an answer: one process
-    assert {"fanout-send", "loop-max-cycles", "orders-chain", "subgraph"} <= split
-    assert not split & {"orders-chain-fork-f0000001", "budget-raised", "approval-yes"}
+    # engine epoch 1: whole-bytes checkpoints, compared by their bytes: one process, always
+    assert split == set()
 
 
 @pytest.mark.usefixtures("no_child_left")
@@ -303,3 +302,64 @@ def test_plait_verify_workers_prints_what_one_process_prints(loop_db, tmp_path):
     assert verify("--workers", "3").stdout == alone.stdout
     assert verify().stdout == alone.stdout  # every core
     assert verify("--workers", "0").returncode == 2  # at least one
+
+
+# --- runs of engine epochs 1 and 2: whole-bytes checkpoints ------------------------------
+
+EPOCH2 = Path(__file__).resolve().parents[1] / "fixtures" / "epoch2"
+
+
+@pytest.mark.usefixtures("no_child_left")
+def test_an_epoch_2_run_whose_checkpoint_bytes_are_corrupt_fails_on_every_core_too(
+    tmp_path, monkeypatch
+):
+    # A whole-bytes checkpoint is compared by its bytes, which the store checks against the
+    # row's digest when it reads them: a payload changed under an intact digest is E010 in
+    # one process, and a segment (which reads no stored bytes) must not pass it.
+    shutil.copyfile(EPOCH2 / "runs.db", tmp_path / "runs.db")
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    with Runtime(db) as rt:
+        journal = rt.store.journal_rows("count-done")
+        checkpoints = [journal.rows[i][SEQ] for i in journal.checkpoints]
+    corrupt_epoch2 = sqlite3.connect(tmp_path / "runs.db")
+    try:
+        corrupt_epoch2.execute(
+            "UPDATE journal SET payload = replace(payload, '\"clock_ms\":', '\"clock_ms\":1')"
+            " WHERE run_id = 'count-done' AND seq = ? AND instr(payload, '\"clock_ms\":') > 0",
+            (checkpoints[len(checkpoints) // 2],),
+        )
+        assert corrupt_epoch2.total_changes == 1
+        corrupt_epoch2.commit()
+    finally:
+        corrupt_epoch2.close()
+    with Runtime(db) as rt:
+        alone = outcome(rt, "count-done", 1)
+        assert alone[:2] == ("raised", "E010"), alone
+        monkeypatch.setattr(verify_cores, "MIN_SEGMENT_FEEDS", 1)  # split wherever it can
+        assert split_report(rt, "count-done", 3) is None
+        assert outcome(rt, "count-done", 3) == alone
+
+
+EPOCH3 = Path(__file__).resolve().parents[1] / "fixtures" / "epoch3"
+
+
+@pytest.mark.usefixtures("no_child_left")
+@pytest.mark.parametrize(
+    ("run_id", "splits"), [("grow-done", True), ("count-done", True), ("pay-done", False)]
+)
+def test_an_epoch_3_run_verifies_on_every_core_as_in_one_process(
+    tmp_path, monkeypatch, run_id, splits
+):
+    # grow-done's checkpoints are cut into nodes, its log paged; pay-done was resumed after
+    # an approval: left to one process
+    shutil.copyfile(EPOCH3 / "runs.db", tmp_path / "runs.db")
+    monkeypatch.syspath_prepend(str(EPOCH3))  # its workflows' tools, as verify loads them
+    monkeypatch.chdir(EPOCH3)
+    monkeypatch.setattr(verify_cores, "MIN_SEGMENT_FEEDS", 1)  # split wherever it can
+    with Runtime(f"sqlite:///{tmp_path / 'runs.db'}") as rt:
+        alone = outcome(rt, run_id, 1)
+        assert alone["verified"], alone
+        report = split_report(rt, run_id, 3)
+        assert (report is not None) == splits
+        assert report is None or report.to_json() == alone
+        assert outcome(rt, run_id, 3) == alone

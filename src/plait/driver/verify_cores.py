@@ -20,11 +20,14 @@ authoritative one (``verify_run``). So reports are the same by construction; a s
 is at least as strict as the whole replay (its first emission of an intent may be a
 re-emission there: compared all the same).
 
-Which runs are split (``plain``): no reshape (``verify --workflow``), no fork or
-migration record, no feed that resumes from a checkpoint or raises a budget. Everything
-else is replayed in one process, as before. A segment compares each checkpoint by its
-digest and size, with the journal row's (a store checks stored bytes against that digest
-when it reads them, so equal digests are equal bytes): it needs no stored bytes.
+Which runs are split (``plain``): engine epoch 3 or later, no reshape (``verify
+--workflow``), no fork or migration record, no feed that resumes from a checkpoint or
+raises a budget. Everything else is replayed in one process, as before. A segment
+compares each checkpoint as the whole replay does from epoch 3 on, by the Merkle digest
+and size the step computed against the journal row's: it needs no stored bytes. Runs of
+epochs 1 and 2 stay in one process: their checkpoints are compared by their bytes, which
+the store checks against the row's digest as it reads them, and a segment reads none (a
+payload changed under an intact digest is PLAIT-E010 there, and must not pass here).
 
 Processes: ``os.fork``, only where it exists and only from a process with no other
 thread than SQLite WAL checkpointers (``can_fork``: a forked child inherits any lock
@@ -55,7 +58,7 @@ from plait.core.canonical import digest, dumps
 from plait.core.env import StepEnv
 from plait.core.events import WriteCheckpoint, WriteIntent
 from plait.core.keys import JournalKey
-from plait.core.merkle import ChunkMemo
+from plait.core.merkle import MERKLE_EPOCH, ChunkMemo
 from plait.core.state import SchedulerState
 from plait.core.step import step
 from plait.driver.checkpoints import decode_checkpoint
@@ -139,7 +142,7 @@ def verify_on_cores(
     """The report of replaying a plain run in up to ``workers`` segments at once; None
     when it is not split (not plain, too short, one worker, no fork) or any segment does
     not pass: the caller then replays it whole."""
-    if workers < 2 or not can_fork() or not plain(journal):
+    if workers < 2 or env.engine_epoch < MERKLE_EPOCH or not can_fork() or not plain(journal):
         return None
     return verify_segments(store, journal, env, plan_segments(journal, workers))
 
