@@ -465,11 +465,12 @@ class Worker:
     def _drive(self, claim: _Claim) -> tuple[str, int]:
         resumed = False
         try:
-            manifest = dict(self.store.manifests(claim.run_id)[-1])
+            manifests, journal = self.store.claimed_run(claim.run_id)
+            manifest = dict(manifests[-1])
             resumed = True  # from here on resume releases the lease, whatever happens
             runtime = self._runtime_for(manifest)
             resume = runtime.resume(
-                claim.run_id, token=claim.token, manifest=manifest, top_level=True
+                claim.run_id, token=claim.token, manifest=manifest, journal=journal, top_level=True
             )
             result = self._loops.run(resume)
             return result.status, result.redelivered
