@@ -241,6 +241,8 @@ class Worker:
         # A worker drives many runs of few files: each version of a file is loaded once.
         runtime.host.definitions = Definitions(cache_files=True)
         self.store: WorkStore = store
+        # A protocol's isinstance looks up each of its members: asked once, not per claim.
+        self._has_schedules = isinstance(store, ScheduleStore)
         self.concurrency = concurrency
         self.poll_s = poll_ms / 1000
         self.once = once
@@ -368,7 +370,7 @@ class Worker:
     def _fire_schedules(self) -> None:
         """Start the runs of due schedule slots (``scheduling.fire_due``) when the earliest
         next slot has come, and at least every poll (a schedule added meanwhile)."""
-        if not isinstance(self.store, ScheduleStore):
+        if not self._has_schedules:
             return
         now = self.runtime.clock()
         due = self._next_slot_ms is not None and self._next_slot_ms <= now
