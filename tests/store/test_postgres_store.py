@@ -790,6 +790,17 @@ def test_loading_a_journal_is_one_statement_even_when_it_is_empty(
     assert error_of(lambda: pg.load_journal("nope")).code == "E017"
 
 
+def test_a_claimed_runs_manifests_and_journal_are_one_statement(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued(pg, "r1")
+    sent = count_statements(monkeypatch)
+    assert pg.claimed_run("r1")[0] == [{"m": 1}]
+    pg.commit("r1", None, [RecordWrite("feed", {"events": []})])
+    assert [item.seq for item in pg.claimed_run("r1")[1].items()] == [1]
+    assert len(sent) == 3  # two reads and the commit between them
+
+
 def test_a_drives_first_poll_is_answered_by_its_first_commit(
     pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

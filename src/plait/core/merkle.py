@@ -23,7 +23,7 @@ import json.encoder
 import math
 from collections.abc import Callable, Mapping
 from hashlib import sha256
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from plait.core.canonical import (
     JSON,
@@ -374,26 +374,48 @@ def float_text(v: float) -> str:
 # --- reading -------------------------------------------------------------------------
 
 
+class DecodedTexts(Protocol):
+    """The canonical text each node reference decoded to, kept by a reader's owner across
+    reads (a store's manifests: every run of a workflow references the same nodes)."""
+
+    def text_of(self, digest: str, /) -> str | None: ...
+
+    def keep_text(self, digest: str, text: str, /) -> None: ...
+
+
 def decode(
-    root: JSON, fetch: Callable[[str], bytes], *, cache: dict[str, JSON] | None = None
+    root: JSON,
+    fetch: Callable[[str], bytes],
+    *,
+    cache: dict[str, JSON] | None = None,
+    texts: DecodedTexts | None = None,
 ) -> JSON:
     """Rebuild the value ``root`` encodes, fetching node bytes by hash.
 
     ``cache`` keeps parsed nodes between calls (e.g. over a whole journal, whose inputs
-    share most nodes); the returned containers are always fresh, only strings are shared.
-    Raises ChunkError (or CanonicalJSONError) on anything a cutter would not have written.
+    share most nodes); ``texts``: a reference whose value was decoded before is parsed from
+    that value's canonical text, without its nodes' walk, fetch and hash check (a node's
+    hash names its bytes forever). The returned containers are always fresh, only strings
+    are shared. Raises ChunkError (or CanonicalJSONError) on anything a cutter would not
+    have written.
     """
-    return _Reader(fetch, {} if cache is None else cache).value(root)
+    return _Reader(fetch, {} if cache is None else cache, texts).value(root)
 
 
 class _Reader:
     """One decode call (or several sharing ``cache``)."""
 
-    __slots__ = ("cache", "fetch")
+    __slots__ = ("cache", "fetch", "texts")
 
-    def __init__(self, fetch: Callable[[str], bytes], cache: dict[str, JSON]) -> None:
+    def __init__(
+        self,
+        fetch: Callable[[str], bytes],
+        cache: dict[str, JSON],
+        texts: DecodedTexts | None = None,
+    ) -> None:
         self.fetch = fetch
         self.cache = cache
+        self.texts = texts
 
     def node(self, digest: Any) -> JSON:
         if type(digest) is not str:
@@ -405,6 +427,18 @@ class _Reader:
                 raise ChunkError(f"node {digest} is a bare reference")
             self.cache[digest] = parsed
         return parsed
+
+    def reference(self, digest: JSON) -> JSON:
+        """The value a node reference names: from ``texts`` when decoded before."""
+        texts = self.texts
+        if texts is None or type(digest) is not str:
+            return self.value(self.node(digest))
+        text = texts.text_of(digest)
+        if text is not None:
+            return loads(text)  # fresh containers: the caller may change them
+        value = self.value(self.node(digest))
+        texts.keep_text(digest, canonical_text(value))
+        return value
 
     def value(self, e: JSON) -> JSON:
         t = type(e)
@@ -427,7 +461,7 @@ class _Reader:
                     out.extend(part)
                 return out
             if tag == "r":
-                return self.value(self.node(body))
+                return self.reference(body)
             if tag == "j" and type(body) in (dict, list):
                 return loads(canonical_text(body))  # fresh containers: parsed nodes are cached
             raise ChunkError(f"unknown encoded form tagged {tag!r}")

@@ -43,16 +43,17 @@ async def resume_run(
     pin: Callable[[dict[str, Any]], RunDefinition],
     manifest: dict[str, Any] | None,
     token: int | None,
+    journal: Journal | None = None,
 ) -> RunResult:
     """Continue ``run_id`` from its last checkpoint (see ``Runtime.resume``) with the
-    definition ``pin`` gives for its manifest (read here unless given). A lease already
-    held (``token``) goes to the drive, or is given up here when nothing is driven (a
-    finished run, an error before driving)."""
+    definition ``pin`` gives for its manifest (read here unless given, as its journal). A
+    lease already held (``token``) goes to the drive, or is given up here when nothing is
+    driven (a finished run, an error before driving)."""
     driving = False
     try:
         manifest = manifest if manifest is not None else host.manifest(run_id)
         definition = pin(manifest)
-        journal = host.store.load_journal(run_id)
+        journal = journal if journal is not None else host.store.load_journal(run_id)
         meta = journal.checkpoints[-1] if journal.checkpoints else None
         now = host.clock()
         origin: Origin

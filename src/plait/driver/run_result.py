@@ -28,20 +28,40 @@ class RunResult:
     asks: list[dict[str, Any]] = field(default_factory=list)
     folds: int = 0
     redelivered: int = 0
-    plan_hash: str | None = None
-    """The plan the run is pinned to, by meaning (``workflow.plan_hash``)."""
     migrated_from: list[str] = field(default_factory=list)
     """The versions (``plan_hash``) it lived on before, oldest first (``plait migrate``)."""
     schedule: dict[str, Any] | None = None
     """``{"name", "slot_ms"}`` for a run a schedule started (``plait schedule``)."""
+    _plan_hash: str | None = field(default=None, repr=False, compare=False)
+    _pinned: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The pinned definition whose ``plan_hash`` is not computed yet (``on_version``)."""
+
+    @property
+    def plan_hash(self) -> str | None:
+        """The plan the run is pinned to, by meaning (``workflow.plan_hash``); hashed when
+        first asked for: a worker, which only reads a drive's status, never asks."""
+        if self._pinned is not None:
+            self._plan_hash, self._pinned = plan_hash(self._pinned), None
+        return self._plan_hash
+
+    @plan_hash.setter
+    def plan_hash(self, value: str | None) -> None:
+        self._plan_hash, self._pinned = value, None
 
     def on_version(self, manifest: dict[str, Any]) -> RunResult:
         """This result naming the version ``manifest`` pins and the ones it migrated from
-        (and the schedule slot that started it)."""
-        self.plan_hash = plan_hash(manifest["workflow"])
+        (and the schedule slot that started it). ``manifest`` is the drive's own (read for
+        it, or a worker's): its pinned definition is not changed after the drive."""
+        self._plan_hash, self._pinned = None, manifest["workflow"]
         self.migrated_from = list(manifest.get("migrated_from", ()))
         self.schedule = manifest.get("schedule")
         return self
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, the plan hash too (hashed if need be)."""
+        if not isinstance(other, RunResult):
+            return NotImplemented
+        return _compared(self) == _compared(other)
 
     @staticmethod
     def of(state: SchedulerState, asks: Sequence[dict[str, Any]] = ()) -> RunResult:
@@ -81,6 +101,15 @@ class RunResult:
         out: dict[str, Any] = {} if self.plan_hash is None else {"plan_hash": self.plan_hash}
         out |= {"migrated_from": self.migrated_from} if self.migrated_from else {}
         return out | ({"schedule": self.schedule} if self.schedule is not None else {})
+
+
+def _compared(result: RunResult) -> tuple[Any, ...]:
+    """What two results must share to be equal."""
+    return (
+        result.run_id, result.status, result.outcome, result.context, result.spent,
+        result.asks, result.folds, result.redelivered, result.plan_hash,
+        result.migrated_from, result.schedule,
+    )  # fmt: skip
 
 
 def contract_outcome(outcome: JSON | None) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from plait.driver.wave import Observer, RunResult
     from plait.models.base import Model
     from plait.store.base import Store
+    from plait.store.records import Journal
     from plait.workflow import Workflow
     from plait.workflow.run_definition import RunDefinition
 
@@ -195,6 +196,7 @@ class Runtime:
         workflow: Workflow | None = None,
         token: int | None = None,
         manifest: dict[str, Any] | None = None,
+        journal: Journal | None = None,
         top_level: bool = False,
     ) -> RunResult:
         """Continue a run from its last checkpoint; a finished run reports its outcome again.
@@ -203,14 +205,15 @@ class Runtime:
         drive writes under it instead of acquiring one. It is released at the end whether
         or not a drive happened (a finished run, an error before driving).
         ``manifest``: the run's manifest, when the caller has read it already (a worker
-        does): it is not read again. A child run resumed on its own wakes its root, whose
-        next drive (a worker's, the server's) settles what the child did. ``top_level``:
-        the caller knows the run has no parent (a worker's claim: workers claim only
-        top-level runs), so its row is not read again to find out.
+        does): it is not read again; nor is ``journal``, the run's journal, read under
+        ``token`` (a worker reads both at once). A child run resumed on its own wakes its
+        root, whose next drive (a worker's, the server's) settles what the child did.
+        ``top_level``: the caller knows the run has no parent (a worker's claim: workers
+        claim only top-level runs), so its row is not read again to find out.
         """
         from plait.driver.wake import wake_root
 
-        result = await self._resume(run_id, workflow, token, manifest)
+        result = await self._resume(run_id, workflow, token, manifest, journal)
         if not top_level and self.store.get_run(run_id).parent_run_id is not None:
             # A child driven on its own (`plait resume CHILD` after answering its ask):
             # its parent waits on it, so its root is due now and a driver settles it.
@@ -227,13 +230,14 @@ class Runtime:
         workflow: Workflow | None,
         token: int | None,
         manifest: dict[str, Any] | None,
+        journal: Journal | None = None,
     ) -> RunResult:
         from plait.driver.resuming import resume_run
 
         def pin(pinned: dict[str, Any]) -> RunDefinition:
             return self.host.definitions.pinned(pinned, workflow)  # E010 if it changed
 
-        return await resume_run(self.host, self, run_id, pin, manifest, token)
+        return await resume_run(self.host, self, run_id, pin, manifest, token, journal)
 
     async def fork(
         self,

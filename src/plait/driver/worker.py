@@ -241,6 +241,8 @@ class Worker:
         # A worker drives many runs of few files: each version of a file is loaded once.
         runtime.host.definitions = Definitions(cache_files=True)
         self.store: WorkStore = store
+        # A protocol's isinstance looks up each of its members: asked once, not per claim.
+        self._has_schedules = isinstance(store, ScheduleStore)
         self.concurrency = concurrency
         self.poll_s = poll_ms / 1000
         self.once = once
@@ -368,7 +370,7 @@ class Worker:
     def _fire_schedules(self) -> None:
         """Start the runs of due schedule slots (``scheduling.fire_due``) when the earliest
         next slot has come, and at least every poll (a schedule added meanwhile)."""
-        if not isinstance(self.store, ScheduleStore):
+        if not self._has_schedules:
             return
         now = self.runtime.clock()
         due = self._next_slot_ms is not None and self._next_slot_ms <= now
@@ -465,11 +467,12 @@ class Worker:
     def _drive(self, claim: _Claim) -> tuple[str, int]:
         resumed = False
         try:
-            manifest = dict(self.store.manifests(claim.run_id)[-1])
+            manifests, journal = self.store.claimed_run(claim.run_id)
+            manifest = dict(manifests[-1])
             resumed = True  # from here on resume releases the lease, whatever happens
             runtime = self._runtime_for(manifest)
             resume = runtime.resume(
-                claim.run_id, token=claim.token, manifest=manifest, top_level=True
+                claim.run_id, token=claim.token, manifest=manifest, journal=journal, top_level=True
             )
             result = self._loops.run(resume)
             return result.status, result.redelivered

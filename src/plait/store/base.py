@@ -244,6 +244,11 @@ class WorkStore(Store, Protocol):
         """
         ...
 
+    def claimed_run(self, run_id: str) -> tuple[list[JSON], Journal]:
+        """What a worker reads of a run it claimed before driving it: ``manifests`` and
+        ``load_journal`` (PostgreSQL: in one statement)."""
+        ...
+
     def open_connections(self, count: int) -> None:
         """Have ``count`` connections open now (at most the store's pool holds), so that a
         worker's first drives do not wait for them; nothing where none is ever opened."""

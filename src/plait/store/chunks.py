@@ -51,8 +51,8 @@ from plait.core.canonical import (
     loads,
 )
 from plait.core.merkle import ChunkError as ChunkError
+from plait.core.merkle import DecodedTexts, float_text, maybe_small, tree_text
 from plait.core.merkle import decode as decode
-from plait.core.merkle import float_text, maybe_small, tree_text
 from plait.core.transcript import Entry
 
 INLINE_LIMIT = 256
@@ -242,7 +242,11 @@ def collecting_encoder(
 
 
 def decode_row(
-    payload: str, fetch: Callable[[str], bytes], *, cache: dict[str, JSON] | None = None
+    payload: str,
+    fetch: Callable[[str], bytes],
+    *,
+    cache: dict[str, JSON] | None = None,
+    texts: DecodedTexts | None = None,
 ) -> JSON:
     """``decode`` of a store row's payload text. A value kept whole (``whole_text``) is
     parsed once, straight from its canonical text, instead of parsed, serialized again
@@ -254,7 +258,7 @@ def decode_row(
             body = None  # not a whole value after all: the walk says what is wrong
         if type(body) is dict or type(body) is list:
             return body
-    return decode(loads(payload), fetch, cache=cache)
+    return decode(loads(payload), fetch, cache=cache, texts=texts)
 
 
 class _Cutter:

@@ -55,12 +55,16 @@ NODE_CACHE_BYTES = 4 << 20
 
 class NodeCache:
     """Node bytes kept across reads (a PostgreSQL store's manifests: the runs of one
-    workflow share most of theirs, and a worker reads one per run it claims).
+    workflow share most of theirs, and a worker reads one per run it claims), and the
+    canonical text each referenced node decoded to (``DecodedTexts``): a run's manifest
+    parses its workflow from that text, instead of fetching, checking and walking it.
 
-    Nodes are content-addressed: a hash names the same bytes forever, and ``decode``
-    still checks them. Forgotten wholesale past ``limit`` bytes. Not locked: readers copy
-    what they take (``get``), a dict's single updates are atomic, and an update lost to a
-    race costs one read again.
+    Nodes are content-addressed: a hash names the same bytes forever, so it names the
+    same decoded value too; ``decode`` checks a node's bytes when it walks them. A text is
+    a str, so no reader can change what the next one gets: each parses fresh containers.
+    Forgotten wholesale past ``limit`` bytes (node bytes and texts together). Not locked:
+    readers copy what they take (``get``), a dict's single updates are atomic, and an
+    update lost to a race costs one read again.
     """
 
     def __init__(self, limit: int = NODE_CACHE_BYTES) -> None:
@@ -68,6 +72,7 @@ class NodeCache:
         self.absent: set[str] = set()
         """Names in a payload's text that were no node's when looked up (a manifest's tool
         file digests): a prefetch does not look them up again; ``decode`` would."""
+        self.texts: dict[str, str] = {}
         self._limit = limit
         self._size = 0
 
@@ -78,13 +83,26 @@ class NodeCache:
 
     def add(self, found: dict[str, bytes], absent: set[str]) -> None:
         """Hold ``found``; ``absent``: names a prefetch guessed that are no node's."""
-        size = sum(len(data) for data in found.values()) + 64 * len(absent)
+        self._make_room(sum(len(data) for data in found.values()) + 64 * len(absent))
+        self.nodes.update(found)
+        self.absent |= absent
+
+    def text_of(self, digest: str) -> str | None:
+        """The canonical text of the value the node ``digest`` decoded to, if held."""
+        return self.texts.get(digest)
+
+    def keep_text(self, digest: str, text: str) -> None:
+        """Hold ``text``, what the node ``digest`` decoded to (``decode`` checked it)."""
+        self._make_room(len(text) + 64)
+        self.texts[digest] = text
+
+    def _make_room(self, size: int) -> None:
+        """Forget everything when ``size`` more bytes would pass the limit; count them."""
         if self._size + size > self._limit:
             self.nodes.clear()
             self.absent = set()
+            self.texts.clear()
             self._size = 0
-        self.nodes.update(found)
-        self.absent |= absent
         self._size += size
 
 
@@ -105,11 +123,14 @@ class NodeBatcher:
         self._parsed: dict[str, JSON] = {}
 
     def prefetch(self, payloads: Iterable[str]) -> None:
-        """Fetch every node the encoded payloads need, and the nodes those need."""
-        self._fetch({name for text in payloads for name in _ROOT_NAME.findall(text)}, guess=True)
+        """Fetch every node the encoded payloads need, and the nodes those need (not those
+        whose decoded text the shared cache holds: ``decode`` does not walk them)."""
+        texts = {} if self._shared is None else self._shared.texts
+        names = {name for text in payloads for name in _ROOT_NAME.findall(text)}
+        self._fetch({name for name in names if name not in texts}, guess=True)
 
     def decode(self, payload: str) -> JSON:
-        return decode_row(payload, self._node, cache=self._parsed)
+        return decode_row(payload, self._node, cache=self._parsed, texts=self._shared)
 
     def _node(self, digest: str) -> bytes:
         data = self._bytes.get(digest)

@@ -72,7 +72,15 @@ from plait.store.records import (
     TokenRow,
     Write,
 )
-from plait.store.rows import RUN_COLUMNS, JournalRows, Row, key_text, run_row, write_row
+from plait.store.rows import (
+    JOURNAL_COLUMNS,
+    RUN_COLUMNS,
+    JournalRows,
+    Row,
+    key_text,
+    run_row,
+    write_row,
+)
 from plait.store.run_pages import RunPage, RunQuery
 from plait.store.sql import POSTGRES
 
@@ -129,6 +137,15 @@ _JOURNAL_OF_RUN = (
     f"SELECT j.* FROM (SELECT 1 FROM runs WHERE run_id = %s) AS r LEFT JOIN LATERAL"
     f" ({POSTGRES.q(sql.JOURNAL_ROWS)}) AS j ON true"
     " ORDER BY j.seq"
+)
+_CLAIMED_RUN = (
+    # The run's manifests (part 0: seq, no journal columns, payload) and its journal as
+    # _JOURNAL_OF_RUN reads it (part 1; one row of NULLs when the run has none).
+    f"SELECT 0, seq, {', '.join(['NULL'] * (len(JOURNAL_COLUMNS) - 1))}, payload"
+    " FROM manifests WHERE run_id = %s"
+    f" UNION ALL SELECT 1, j.* FROM (SELECT 1 FROM runs WHERE run_id = %s) AS r"
+    f" LEFT JOIN LATERAL ({POSTGRES.q(sql.JOURNAL_ROWS)}) AS j ON true"
+    " ORDER BY 1, 2"
 )
 _RAW_ROWS_OF_RUN = (
     f"SELECT j.* FROM (SELECT 1 FROM runs WHERE run_id = %s) AS r LEFT JOIN LATERAL"
@@ -667,6 +684,21 @@ class PostgresStore:
             if rows[0][0] is None:  # the run, without journal rows past after_seq
                 return Journal(run_id)
             return sql.journal_of(conn, POSTGRES, run_id, rows, NodeBatcher(conn))
+
+    def claimed_run(self, run_id: str) -> tuple[list[JSON], Journal]:
+        """``WorkStore.claimed_run`` in one statement: ``manifests`` and ``load_journal``."""
+        with self._connection(f"reading the manifest of run '{run_id}'") as conn:
+            rows = conn.execute(_CLAIMED_RUN, (run_id, run_id, run_id, 0)).fetchall()
+            if not rows or rows[-1][0] != 1:
+                raise unknown_run(run_id)
+            payloads = [row[-1] for row in rows if row[0] == 0]
+            manifests = sql.decoded_manifests(
+                run_id, payloads, NodeBatcher(conn, self._manifest_nodes)
+            )
+            journal = [row[1:] for row in rows if row[0] == 1]
+            if journal[0][0] is None:  # the run, without journal rows
+                return manifests, Journal(run_id)
+            return manifests, sql.journal_of(conn, POSTGRES, run_id, journal, NodeBatcher(conn))
 
     def journal_rows(self, run_id: str) -> JournalRows:
         """``Store.journal_rows`` in one round trip, the run row joined as ``load_journal``."""

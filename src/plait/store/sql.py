@@ -303,7 +303,11 @@ def manifests(conn: Connection, d: Dialect, run_id: str, reader: NodeReader) -> 
     ).fetchall()
     if not rows:
         require_run(conn, d, run_id)
-    payloads = [row[0] for row in rows]
+    return decoded_manifests(run_id, [row[0] for row in rows], reader)
+
+
+def decoded_manifests(run_id: str, payloads: list[str], reader: NodeReader) -> list[JSON]:
+    """The manifests rows' ``payloads`` (in seq order) decoded; PLAIT-E010."""
     reader.prefetch(payloads)
     try:
         return [reader.decode(payload) for payload in payloads]

@@ -486,6 +486,10 @@ class SqliteStore:
         with self._lock, self._read() as conn:
             return sql.load_journal(conn, SQLITE, run_id, after_seq, NodeFetcher(conn))
 
+    def claimed_run(self, run_id: str) -> tuple[list[JSON], Journal]:
+        """``WorkStore.claimed_run``: two local reads (nothing to gain in one)."""
+        return self.manifests(run_id), self.load_journal(run_id)
+
     def journal_rows(self, run_id: str) -> JournalRows:
         with self._lock, self._read() as conn:
             rows = conn.execute(_RAW_ROWS, (run_id,)).fetchall()
