@@ -37,6 +37,7 @@ from plait.store import (
 )
 from plait.store.base import POLLED_KINDS
 from plait.store.lease import LeaseClaim
+from plait.store.pg_prepared import PreparedStatements, Statement
 
 try:
     import psycopg
@@ -698,8 +699,14 @@ def count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         sent.append("BEGIN")
         return transaction(self, *args, **kwargs)
 
+    def counted_run(self: Any, conn: Any, statement: Statement, params: Any) -> Any:
+        sent.append(statement.name.decode())  # a commit, sent through libpq (pg_prepared)
+        return run(self, conn, statement, params)
+
+    run = PreparedStatements.run
     monkeypatch.setattr(psycopg.Cursor, "execute", counted_execute)
     monkeypatch.setattr(psycopg.Connection, "transaction", counted_transaction)
+    monkeypatch.setattr(PreparedStatements, "run", counted_run)
     return sent
 
 
