@@ -15,7 +15,8 @@ taken out.
 
 ``--side verify`` counts a re-drive (issue #22 target 3): the loop is driven into a file
 by a process that is not counted, then the counted process opens that file and calls
-``Runtime.verify`` on the run; its figure is set beside ``plait``'s, the drive.
+``Runtime.verify`` on the run in one process (``workers=1``: callgrind does not follow the
+children that verify on every core forks); its figure is set beside ``plait``'s, the drive.
 
 Needs ``valgrind`` on the PATH. Takes a few minutes: callgrind runs Python ~50x slower.
 """
@@ -48,7 +49,7 @@ def child(side: str, n: int, path: str | None = None) -> None:
         assert path is not None
         with Runtime(f"sqlite:///{path}", principal="bench") as rt:
             (run,) = rt.store.list_runs()
-            report = rt.verify(run.run_id)
+            report = rt.verify(run.run_id, workers=1)  # one process: callgrind counts it all
         assert report.verified, report
         return
     if side == "drive-into":  # not counted: the run ``verify`` then re-drives
