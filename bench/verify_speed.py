@@ -9,7 +9,8 @@
 2. **``verify --all`` on every core:** ``--runs`` runs of an ``--all-steps`` loop (by
    default a store one process verifies in several seconds, well past the one-second head
    start), verified by ``verify_all`` (``plait verify --all``: runs dealt out to ``plait
-   verify`` child processes after the head start) against the same verbs in one process:
+   verify`` child processes after the head start) against the same verbs in one process
+   (each run with ``workers=1``: no run split over the cores either):
    wall seconds of each, the speed-up, with the number of cores; the CPU seconds of each
    (children included: what spreading costs, whatever the machine's load); how many runs this
    process verified in its head start and how many each child got; what starting one
@@ -87,8 +88,11 @@ def verify_store(runs: int, steps: int) -> dict[str, Any]:
                 verified_here.append(run_id)
                 return verify_report(rt, run_id)
 
+            def in_one_process(run_id: str) -> dict[str, Any]:  # no run split over cores
+                return verify_report(rt, run_id, workers=1)
+
             began, cpu = time.perf_counter(), _cpu_seconds()
-            alone = verify_all(db, ids, None, here, processes=1)
+            alone = verify_all(db, ids, None, in_one_process, processes=1)
             one, one_cpu = time.perf_counter() - began, _cpu_seconds() - cpu
             verified_here.clear()
             batches = _dealt_batches()
