@@ -50,6 +50,7 @@ import itertools
 import os
 import signal
 import threading
+import warnings
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -293,7 +294,10 @@ def _fork_segment(
     """Fork a child that replays ``segment`` and writes its verdict (nothing if it does
     not pass) to a pipe; its pid and the pipe's read end."""
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork beside any thread;
+        # can_fork allowed only WAL checkpointers, whose SQLite a child never calls
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*fork")
+        pid = os.fork()
     if pid == 0:  # the child: compute, write, leave; never return into the caller
         try:
             gc.disable()  # no finalizer of the parent's objects runs here, no page copied
