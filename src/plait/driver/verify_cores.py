@@ -29,7 +29,7 @@ epochs 1 and 2 stay in one process: their checkpoints are compared by their byte
 the store checks against the row's digest as it reads them, and a segment reads none (a
 payload changed under an intact digest is PLAIT-E010 there, and must not pass here).
 
-Processes: ``os.fork``, only where it exists and only from a process with no other
+Processes: ``os.fork``, only on Linux and only from a process with no other
 thread than SQLite WAL checkpointers (``can_fork``: a forked child inherits any lock
 another thread holds; the child's own code takes none, but a library it calls might).
 The parent reads everything first (the journal's rows, the stored bytes of each
@@ -49,6 +49,7 @@ import gc
 import itertools
 import os
 import signal
+import sys
 import threading
 import warnings
 from bisect import bisect_left
@@ -91,13 +92,15 @@ def cores() -> int:
 
 
 def can_fork() -> bool:
-    """Whether this process may fork children that only compute: a platform with fork,
-    and no other thread but SQLite stores' WAL checkpointers (a child calls no SQLite,
-    so it never waits on a lock one of them held when it was forked). Any other thread
-    (a worker's drivers, a server's, the caller's own) may hold a lock the child's code
-    takes, Python's or a library's: then verify stays in one process."""
+    """Whether this process may fork children that only compute: Linux (macOS has fork,
+    but its system libraries are not safe to use in a forked child without exec, which is
+    why Python itself stopped forking there by default), and no other thread but SQLite
+    stores' WAL checkpointers (a child calls no SQLite, so it never waits on a lock one of
+    them held when it was forked). Any other thread (a worker's drivers, a server's, the
+    caller's own) may hold a lock the child's code takes, Python's or a library's: then
+    verify stays in one process."""
     this = threading.current_thread()
-    return hasattr(os, "fork") and all(
+    return sys.platform == "linux" and all(
         thread is this or thread.name.startswith(WAL_THREAD) for thread in threading.enumerate()
     )
 
