@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -242,6 +242,32 @@ def test_waiting_for_a_human_lists_every_pending_ask_with_inline_forms(
         page.wait_for_url(re.compile(r"/console/runs/wait-b$"))
         tab.open("runs/wait-a")
         page.locator("#run-status", has_text="completed").wait_for()
+
+
+def test_waiting_for_a_human_shows_a_page_of_parked_runs_and_more_on_demand(
+    folder: Path, console_for: Any
+):
+    """52 parked runs: the view reads the asks of the 50 parked longest (``GET
+    /asks?limit=50``), not of every parked run, and "Show more" adds the rest."""
+    with served(folder, f"sqlite:///{folder / 'runs.db'}", "--workers", "1") as server:
+        for n in range(52):
+            server.start("approval", f"wait-{n:02d}")
+        tab: Console = console_for(server)
+        page = tab.page
+        read: list[str] = []  # the API's GET /asks requests
+        page.on("request", lambda r: urlsplit(r.url).path == "/asks" and read.append(r.url))
+
+        tab.open("asks")
+        page.locator("#asks-count", has_text="50 asks pending in the 50 runs parked").wait_for()
+        shown = page.locator("#asks .ask").evaluate_all("cards => cards.map(c => c.dataset.runId)")
+        assert shown == [f"wait-{n:02d}" for n in range(50)]  # longest waiting first
+        assert read and all("limit=50" in url for url in read)
+
+        page.locator("#asks-more").click()
+        page.locator("#asks-count", has_text="52 asks pending").wait_for()
+        assert page.locator("#asks .ask").count() == 52
+        assert page.locator("#asks-more").is_hidden()
+        assert any("cursor=" in url for url in read)
 
 
 def test_the_runs_list_sorts_by_its_headers_and_keeps_the_sort_in_the_address(

@@ -256,3 +256,56 @@ def test_the_http_api_lists_asks_as_the_cli_does(flows: Plait, http: TestClient)
     assert [a["node"] for a in shown] == ["q2"]
     assert set(shown[0]) == {"ask_id", "node", "prompt", "input", "approval", "run_id"}
     assert [a["node"] for a in http.get("/runs/p").json()["asks"]] == ["question"]
+
+
+def test_asks_page_through_parked_runs_longest_waiting_first(flows: Plait, http: TestClient):
+    """``--limit``/``--cursor`` (and ``GET /asks?limit``): the asks of a page of parked
+    runs, those parked earliest first; a page counts runs, so a parent parked on its child
+    fills a place with no ask of its own, and a run's asks are never split."""
+    flows.run("fanout", "late", now=T0 + 3_000)
+    flows.run("fanout", "early", now=T0 + 1_000)
+    flows.run("parent", "middle", now=T0 + 2_000)  # parks "middle" and its child
+    every = flows("asks").data["asks"]
+
+    pages = [flows("asks", "--limit", "2").data]
+    while pages[-1]["next_cursor"] is not None:
+        page = flows("asks", "--limit", "2", "--cursor", pages[-1]["next_cursor"])
+        assert page.returncode == 0, page
+        pages.append(page.data)
+
+    (child,) = [a["run_id"] for a in every if a["run_id"].startswith("middle~")]
+    assert [[(a["run_id"], a["node"]) for a in page["asks"]] for page in pages] == [
+        [("early", "q2"), ("early", "q1")],  # early, then middle (parked on its child)
+        [(child, "question"), ("late", "q2"), ("late", "q1")],
+    ]
+    assert sorted(map(str, every)) == sorted(str(a) for page in pages for a in page["asks"])
+    assert http.get("/asks", params={"limit": 2}).json() == pages[0]
+    cursor = pages[0]["next_cursor"]
+    assert http.get("/asks", params={"limit": 2, "cursor": cursor}).json() == pages[1]
+    assert http.get("/asks", params={"cursor": cursor}).json() == pages[1]  # the default limit
+    assert http.get("/asks").json() == {"asks": every}  # unpaged: as before, no cursor
+
+    (ask,) = [a for a in pages[1]["asks"] if a["run_id"] == child]
+    assert flows("respond", "middle", ask["ask_id"], "--result", '{"where": "bin"}').returncode == 0
+    assert [a["run_id"] for a in flows("asks", "--cursor", cursor).data["asks"]] == [
+        "late",
+        "late",
+    ]
+
+
+def test_a_page_of_asks_refuses_one_run_a_bad_limit_and_a_cursor_it_did_not_give(
+    flows: Plait, http: TestClient
+):
+    flows.run("fanout", "f")
+    runs_cursor = flows("runs", "--limit", "1").data["next_cursor"] or "1.1"
+    for argv, words in (
+        (("asks", "f", "--limit", "2"), "not of one run"),
+        (("asks", "--limit", "0"), "--limit 0"),
+        (("asks", "--cursor", "bogus"), "--cursor 'bogus'"),
+        (("asks", "--cursor", runs_cursor), "sorted by"),
+    ):
+        refused = flows(*argv)
+        assert (refused.returncode, refused.code) == (2, "PLAIT-E019"), argv
+        assert words in refused.data["error"]["message"], (argv, refused.data)
+    bad = http.get("/asks", params={"limit": 0})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "PLAIT-E019"

@@ -33,13 +33,32 @@ def _accepted(out: Output, body: dict[str, Any], text: str) -> None:
 
 def asks(
     run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit", metavar="N", help="The asks of N parked runs, longest waiting first."
+        ),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        typer.Option("--cursor", metavar="C", help="The next page: a page's next_cursor."),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """List what waits for a human: the pending asks of one run, or of every parked run."""
     out = Output(json_output)
-    with out.reporting(), runtime(db, reading=True) as rt:
-        listed = asks_object(rt, run_id)
+    paged = limit is not None or cursor is not None
+    with out.reporting():
+        if paged:
+            _check_page(run_id, limit)
+        with runtime(db, reading=True) as rt:
+            if paged:
+                from plait.driver.run_listing import asks_page_object  # a page: not for one run
+
+                listed = asks_page_object(rt, limit, cursor, option="--cursor")
+            else:
+                listed = asks_object(rt, run_id)
     if json_output:
         out.data(listed)
         return
@@ -51,6 +70,21 @@ def asks(
         if i:
             console.print()
         console.print(_ask_grid(ask))
+    if listed.get("next_cursor"):
+        out.say(f"more: plait asks --cursor {listed['next_cursor']}")
+
+
+def _check_page(run_id: str | None, limit: int | None) -> None:
+    """PLAIT-E019 for a page asked of one run's asks, or a limit out of range (before the
+    store is opened)."""
+    if run_id is not None:
+        raise PlaitError(
+            "E019", "--limit and --cursor page the asks of every parked run, not of one run"
+        )
+    if limit is not None:
+        from plait.driver.run_listing import check_limit
+
+        check_limit(limit, "--limit")
 
 
 def _ask_grid(ask: dict[str, Any]) -> Table:

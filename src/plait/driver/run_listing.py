@@ -1,6 +1,7 @@
 """``plait runs --limit`` and ``GET /runs?limit``: one page of runs, with what an operator
 scans a list for — how each ended and why, how long it took, what it spent against its
-budget, and what a parked run waits for.
+budget, and what a parked run waits for. ``plait asks --limit`` and ``GET /asks?limit``:
+the pending asks of one page of parked runs, those parked longest first.
 
 A page is a keyset page (``store.run_pages``): its ``next_cursor`` is an opaque string
 naming where the next page starts, so paging stays one indexed read however deep it
@@ -157,3 +158,29 @@ def summary(rt: Runtime, info: RunInfo) -> dict[str, Any]:
             for ask in view.asks()
         ]
     return out
+
+
+ASKS_SORT = ("updated", "asc")
+"""A page of asks lists parked runs by when they parked, longest waiting first: a queue
+worked from its head (a run answered and parked again goes to the back)."""
+
+
+def asks_page_object(
+    rt: Runtime, limit: int | None, cursor: str | None, *, option: str = "cursor"
+) -> dict[str, Any]:
+    """``{"asks": [...], "next_cursor"}``: the pending asks of at most ``limit`` parked runs
+    (the page counts runs, not asks: a run's asks are never split over two pages, and a
+    page may hold fewer asks than runs, or none, when a run parks on a child or a budget),
+    those that have waited longest first; PLAIT-E019 for a limit out of range or a cursor
+    no page of asks gave. Each read is one indexed range read (``runs_by_status_updated``)
+    and the pages' runs only, however many runs are parked."""
+    from plait.driver.run_view import parked_asks  # reads checkpoints: a paged list only
+
+    sort, order = ASKS_SORT
+    limit = DEFAULT_LIMIT if limit is None else limit
+    filters = Filters(limit, "parked", cursor=cursor, sort=sort, order=order)
+    page = rt.store.page_runs(query_of(filters, cursor_option=option))
+    return {
+        "asks": parked_asks(rt.store, page.runs, now_ms=rt.clock()),
+        "next_cursor": None if page.next is None else encode_cursor(page.next, sort, order),
+    }

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from plait.driver import verbs
-from plait.driver.run_listing import DEFAULT_LIMIT, Filters, runs_page_object
+from plait.driver.run_listing import DEFAULT_LIMIT, Filters, asks_page_object, runs_page_object
 from plait.server.bodies import ApiRoute
 from plait.server.replies import CanonicalJSON
 from plait.server.settings import CallerOf, Settings
@@ -88,10 +88,14 @@ def verify(settings: Settings, run_id: str) -> Any:
 
 
 @router.get("/asks")
-def asks(settings: Settings) -> Any:
-    """``plait asks``: the pending asks of every parked run."""
+def asks(settings: Settings, limit: int | None = None, cursor: str | None = None) -> Any:
+    """``plait asks``: the pending asks of every parked run; with ``limit`` or ``cursor``,
+    those of one page of parked runs, longest waiting first (``driver.run_listing``), with
+    its ``next_cursor``."""
     with settings.runtime() as rt:
-        return verbs.asks_object(rt, None)
+        if limit is None and cursor is None:
+            return verbs.asks_object(rt, None)
+        return asks_page_object(rt, limit, cursor)
 
 
 @router.get("/runs/{run_id}/asks")

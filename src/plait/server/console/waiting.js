@@ -1,18 +1,25 @@
-// "Waiting for a human" (/console/asks): every pending ask of every parked run (GET /asks),
-// each an inline form (ask_card.js, the run view's own). An ask that is not an approval
-// gets its form from its node's answer schema, read from its run's drawing (one request
-// per run that has such asks). The list is read again every 5 seconds: new asks are
-// added and answered ones go, and a card being filled in is never redrawn.
+// "Waiting for a human" (/console/asks): the pending asks of parked runs, those waiting
+// longest first, a page of PAGE runs at a time (GET /asks?limit; "Show more" adds the next
+// page), each an inline form (ask_card.js, the run view's own). An ask that is not an
+// approval gets its form from its node's answer schema, read from its run's drawing (one
+// request per run that has such asks). The pages shown are read again every 5 seconds:
+// new asks are added and answered ones go, and a card being filled in is never redrawn.
 "use strict";
 
 import { askCard } from "./ask_card.js";
 import { api, el, enc, errorLine } from "./dom.js";
 
+const PAGE = 50;  // parked runs a page of asks covers
+
 export function asksView(view) {
   const list = el("div", { id: "asks" });
   const count = el("p", { class: "muted", id: "asks-count" });
   const line = errorLine();
-  view.append(el("section", {}, el("h2", { text: "Waiting for a human" }), count, line, list));
+  const more = el("button", { type: "button", id: "asks-more", text: "Show more" });
+  more.hidden = true;
+  view.append(el("section", {}, el("h2", { text: "Waiting for a human" }), count, line, list,
+                 el("div", { class: "pager" }, more)));
+  let pages = 1;  // how many pages are shown (and read again)
 
   const cards = new Map();  // "run id \0 ask id" -> its card, kept while the ask is pending
   const schemas = new Map();  // run id -> Promise of {node id: answer schema}
@@ -28,8 +35,23 @@ export function asksView(view) {
     return schemas.get(runId);
   }
 
+  async function read() {
+    const asks = [];
+    let cursor = null;
+    for (let page = 0; page < pages; page++) {
+      const query = new URLSearchParams({ limit: String(PAGE) });
+      if (cursor) query.set("cursor", cursor);
+      const got = await api("GET", "asks?" + query);
+      asks.push(...got.asks);
+      cursor = got.next_cursor;
+      if (!cursor) break;
+    }
+    return { asks, more: Boolean(cursor) };
+  }
+
   async function load() {
-    const { asks } = await api("GET", "asks");
+    const { asks, more: left } = await read();
+    more.hidden = !left;
     const pending = new Set();
     for (const ask of asks) {
       const key = ask.run_id + "\u0000" + ask.ask_id;
@@ -44,12 +66,14 @@ export function asksView(view) {
     for (const [key, card] of cards) {
       if (!pending.has(key) && !card.contains(document.activeElement)) { card.remove(); cards.delete(key); }
     }
-    count.textContent = asks.length
-      ? `${asks.length} ask${asks.length === 1 ? "" : "s"} pending`
-      : "nothing pending: no run waits for a human";
+    const shown = `${asks.length} ask${asks.length === 1 ? "" : "s"} pending`;
+    count.textContent = left
+      ? `${shown} in the ${pages * PAGE} runs parked longest; more below`
+      : asks.length ? shown : "nothing pending: no run waits for a human";
   }
 
   const refresh = () => load().then(() => { line.textContent = ""; }, (e) => { line.textContent = e.message; });
+  more.addEventListener("click", () => { pages += 1; refresh(); });
   refresh();
   const timer = setInterval(() => { if (!document.hidden) refresh(); }, 5000);
   return () => clearInterval(timer);
