@@ -31,8 +31,10 @@ from plait.driver.verify_cores import (
     Segment,
     plain,
     plan_segments,
+    reads_apart,
     segments_from,
     start_positions,
+    verify_apart,
     verify_on_cores,
     verify_segments,
 )
@@ -91,6 +93,8 @@ def split_report(rt: Runtime, run_id: str, workers: int) -> Any:
     process)."""
     manifest = dict(rt.store.manifests(run_id)[0])
     env = _pinned_env(rt.host, run_id, manifest, None, {})
+    if reads_apart(rt.store):  # SQLite: each process reads its own rows
+        return verify_apart(rt.store, run_id, env, workers)
     return verify_on_cores(rt.store, rt.store.journal_rows(run_id), env, workers)
 
 
@@ -193,8 +197,9 @@ def corrupt(db: str, seq: int, column: str, change: Callable[[str], str]) -> Non
 
 def row_in(rt: Runtime, segment: Segment, item: str) -> int:
     """The seq of the middle row of ``item`` (a feed: a record of that kind) in ``segment``."""
-    journal = rt.store.journal_rows("r")
-    rows = journal.rows[segment.first_row : segment.stop_row]
+    stop = segment.stop
+    rows = [r for r in rt.store.journal_rows("r").rows if r[SEQ] >= segment.first]
+    rows = [r for r in rows if stop is None or r[SEQ] < stop]
     if item == "feed":
         found = [r[SEQ] for r in rows if r[ITEM] == "record" and r[KIND] == "feed"]
     else:
