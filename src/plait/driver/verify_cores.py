@@ -78,6 +78,7 @@ from plait.driver.replay import (
 )
 from plait.store import wal
 from plait.store.base import JournalMark, RangeReads, Store
+from plait.store.chunks import kept_whole
 from plait.store.rows import KIND, SEQ, JournalRows
 from plait.store.wal import THREAD_NAME as WAL_THREAD
 
@@ -123,17 +124,18 @@ class Outline:
 
     @staticmethod
     def of_marks(marks: list[JournalMark]) -> Outline:
-        """The outline of ``RangeReads.journal_marks(run_id, NOT_PLAIN)``: a fork or a
-        migration record, or a feed whose stored text names a resume or a budget raise,
-        and the run is not plain (each segment checks its own feeds' values all the same:
-        a feed cut into nodes holds its words in its nodes)."""
+        """The outline of ``RangeReads.journal_marks``: a fork or a migration record, or
+        a feed kept whole whose text names a resume or a budget raise, and the run is not
+        plain (each segment checks its own feeds all the same: a feed cut into nodes, whose
+        text is not at hand here, included)."""
         feeds, checkpoints, plain = [], [], True
-        for seq, item, kind, names in marks:
+        for seq, item, kind, payload in marks:
             if item == "checkpoint":
                 checkpoints.append(seq)
             elif kind == FEED:
                 feeds.append(seq)
-                plain = plain and not names
+                text = None if payload is None else kept_whole(payload)
+                plain = plain and (text is None or all(name not in text for name in NOT_PLAIN))
             elif kind == "fork" or kind == MIGRATE:
                 plain = False
         return Outline(feeds, checkpoints, plain)
@@ -203,7 +205,7 @@ def verify_apart(store: RangeReads, run_id: str, env: StepEnv, workers: int) -> 
     if workers < 2 or env.engine_epoch < MERKLE_EPOCH or not can_fork():
         return None
     try:
-        outline = Outline.of_marks(store.journal_marks(run_id, NOT_PLAIN))
+        outline = Outline.of_marks(store.journal_marks(run_id))
         segments = plan_segments(outline, workers) if outline.plain else []
         if len(segments) < 2:
             return None

@@ -275,9 +275,9 @@ class WorkStore(Store, Protocol):
         ...
 
 
-JournalMark = tuple[int, str, str | None, int]
-"""A journal row as ``RangeReads.journal_marks`` gives it: seq, item, record kind, and
-whether a record's payload as stored holds one of the words asked for (1) or not (0)."""
+JournalMark = tuple[int, str, str | None, str | None]
+"""A journal row as ``RangeReads.journal_marks`` gives it: seq, item, record kind, and a
+feed record's payload as stored (None for any other row)."""
 
 
 @runtime_checkable
@@ -297,11 +297,11 @@ class RangeReads(Protocol):
         across a fork; opening one after it is fine)."""
         ...
 
-    def journal_marks(self, run_id: str, words: Sequence[str]) -> list[JournalMark]:
-        """The seq, item and record kind of every checkpoint and record row of the run,
-        in seq order, with no payload read into Python: whether a record's payload as
-        stored holds any of ``words`` is asked of the database (a hint: a payload cut
-        into nodes holds its value's words in its nodes). An unknown run has none."""
+    def journal_marks(self, run_id: str) -> list[JournalMark]:
+        """The seq, item and record kind of every checkpoint and record row of the run, in
+        seq order, with a feed's payload as stored (what tells a plain run from its feeds'
+        texts), and no other payload: what verify plans its segments by before it forks.
+        An unknown run has none."""
         ...
 
     def journal_range(self, run_id: str, first_seq: int, last_seq: int | None) -> JournalRows:

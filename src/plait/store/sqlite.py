@@ -510,15 +510,10 @@ class SqliteStore:
     def reopen(self) -> SqliteStore:
         return SqliteStore(self.path, self.durability, read_only=True)
 
-    def journal_marks(self, run_id: str, words: Sequence[str]) -> list[JournalMark]:
-        holds = " OR ".join("instr(payload, ?) > 0" for _ in words) or "0"
+    def journal_marks(self, run_id: str) -> list[JournalMark]:
         with self._lock, self._read() as conn:
-            rows = conn.execute(
-                f"SELECT seq, item, record_kind, item = 'record' AND ({holds}) FROM journal"
-                " WHERE run_id = ? AND item IN ('checkpoint', 'record') ORDER BY seq",
-                (*words, run_id),
-            ).fetchall()
-        return rows
+            rows: list[JournalMark] = conn.execute(sql.JOURNAL_MARKS, (run_id,)).fetchall()
+            return rows
 
     def journal_range(self, run_id: str, first_seq: int, last_seq: int | None) -> JournalRows:
         last = sql.LAST_SEQ if last_seq is None else last_seq
