@@ -87,6 +87,11 @@ MIN_SEGMENT_FEEDS = 200
 segment from its checkpoint cost more than the segment saves (docs/benchmarks.md,
 "Seventh round")."""
 
+FIRST_SHARE = 0.9
+"""The first segment's share of a run's feeds, against 1 for each other segment: the
+parent replays it after reading what the plan needs, which the children do not wait for
+(about a tenth of a share at 1,000 and 2,000 steps: docs/benchmarks.md, "Eighth round")."""
+
 NOT_PLAIN = ('"resume_from"', '"budget_raised"')
 """What a feed's text names when it resumes or raises a budget (``_plain_feed``)."""
 
@@ -331,16 +336,17 @@ def _plain_feed(journal: JournalRows, index: int) -> bool:
 def plan_segments(
     run: Outline | JournalRows, workers: int, min_feeds: int | None = None
 ) -> list[Segment]:
-    """Up to ``workers`` segments of about as many feeds each, at least ``min_feeds``
-    (default ``MIN_SEGMENT_FEEDS``), each but the first starting at the first feed from
-    its share on where one may (``start_positions``)."""
+    """Up to ``workers`` segments of about as many feeds each (the first ``FIRST_SHARE``
+    of one), at least ``min_feeds`` (default ``MIN_SEGMENT_FEEDS``), each but the first
+    starting at the first feed from its share on where one may (``start_positions``)."""
     outline = _outline(run)
     feeds = len(outline.feeds)
     count = min(workers, feeds // max(MIN_SEGMENT_FEEDS if min_feeds is None else min_feeds, 1))
     positions = start_positions(outline)
+    shares = count - 1 + FIRST_SHARE
     starts: list[int] = []
     for part in range(1, count):
-        index = bisect_left(positions, part * feeds // count)
+        index = bisect_left(positions, (part - 1 + FIRST_SHARE) * feeds / shares)
         if index < len(positions) and (not starts or positions[index] > starts[-1]):
             starts.append(positions[index])
     return segments_from(outline, starts)
