@@ -92,8 +92,10 @@ FIRST_SHARE = 0.9
 parent replays it after reading what the plan needs, which the children do not wait for
 (about a tenth of a share at 1,000 and 2,000 steps: docs/benchmarks.md, "Eighth round")."""
 
-NOT_PLAIN = ('"resume_from"', '"budget_raised"')
-"""What a feed's text names when it resumes or raises a budget (``_plain_feed``)."""
+
+def _names_a_change(text: str) -> bool:
+    """Whether a feed's text names a resume or a budget raise (``_plain_feed``)."""
+    return '"resume_from"' in text or '"budget_raised"' in text
 
 
 def cores() -> int:
@@ -140,7 +142,7 @@ class Outline:
             elif kind == FEED:
                 feeds.append(seq)
                 text = None if payload is None else kept_whole(payload)
-                plain = plain and (text is None or all(name not in text for name in NOT_PLAIN))
+                plain = plain and (text is None or not _names_a_change(text))
             elif kind == "fork" or kind == MIGRATE:
                 plain = False
         return Outline(feeds, checkpoints, plain)
@@ -321,7 +323,7 @@ def _plain_feed(journal: JournalRows, index: int) -> bool:
     told by its text: a name found elsewhere in it only costs a split)."""
     text = journal.whole_text(index)
     if text is not None:
-        return all(name not in text for name in NOT_PLAIN)
+        return not _names_a_change(text)
     try:
         body = journal.value(index)
         if not isinstance(body, dict) or "resume_from" in body:
