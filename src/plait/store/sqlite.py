@@ -109,6 +109,9 @@ class SqliteStore:
         # needs no read of the journal (``_commit_fenced``).
         self._last_seq: dict[str, int] = {}
         memory = self.path == ":memory:"
+        self._file = None if memory else os.path.abspath(self.path)
+        """The database file, absolute: ``reopen`` finds it whatever folder the process
+        moved to since."""
         try:
             if read_only:
                 uri = f"file:{quote(os.path.abspath(self.path))}?{read_only_query(self.path)}"
@@ -505,10 +508,12 @@ class SqliteStore:
             return sql.journal_rows_of(conn, SQLITE, run_id, rows, NodeFetcher(conn))
 
     def reopens(self) -> bool:
-        return self.path != ":memory:"
+        return self._file is not None
 
     def reopen(self) -> SqliteStore:
-        return SqliteStore(self.path, self.durability, read_only=True)
+        if self._file is None:
+            raise PlaitError("E020", "an in-memory database cannot be opened again")
+        return SqliteStore(self._file, self.durability, read_only=True)
 
     def journal_marks(self, run_id: str) -> list[JournalMark]:
         with self._lock, self._read() as conn:
