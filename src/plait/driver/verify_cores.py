@@ -2,10 +2,11 @@
 (issue #22, target 3; docs/architecture.md §5.5).
 
 Re-driving a run is pure CPU in one Python thread. A long run is cut at ``count - 1``
-feeds into ``count`` segments: the first is replayed here, each other one in a child
-process forked for it, all at once. A segment starting mid-run starts from the stored
-checkpoint just before its first feed, driven on by one step with no event (what a resume
-from that checkpoint does first: the superstep the checkpoint closed opens the next one).
+feeds into ``count`` segments (the first a little shorter, ``FIRST_SHARE``): the first is
+replayed here, each other one in a child process forked for it, all at once. A segment
+starting mid-run starts from the stored checkpoint just before its first feed, driven on
+by one step with no event (what a resume from that checkpoint does first: the superstep
+the checkpoint closed opens the next one).
 Each segment compares every checkpoint and every intent's first emission it produces,
 as the whole replay does, and ends with the fingerprint of its state (the canonical JSON
 of the scheduler state); it begins with the fingerprint of the state it started from.
@@ -22,24 +23,37 @@ re-emission there: compared all the same).
 
 Which runs are split (``plain``): engine epoch 3 or later, no reshape (``verify
 --workflow``), no fork or migration record, no feed that resumes from a checkpoint or
-raises a budget. Everything else is replayed in one process, as before. A segment
-compares each checkpoint as the whole replay does from epoch 3 on, by the Merkle digest
-and size the step computed against the journal row's: it needs no stored bytes. Runs of
+raises a budget (told before the fork from the rows' kinds and the feeds' stored texts,
+and checked again by each segment over its own rows: a feed cut into nodes is seen only
+there, and fails its segment). Everything else is replayed in one process, as before. A
+segment compares each checkpoint as the whole replay does from epoch 3 on, by the Merkle
+digest and size the step computed against the journal row's: it needs no stored bytes. Runs of
 epochs 1 and 2 stay in one process: their checkpoints are compared by their bytes, which
 the store checks against the row's digest as it reads them, and a segment reads none (a
 payload changed under an intact digest is PLAIT-E010 there, and must not pass here).
 
 Processes: ``os.fork``, only on Linux and only from a process with no other
 thread than SQLite WAL checkpointers (``can_fork``: a forked child inherits any lock
-another thread holds; the child's own code takes none, but a library it calls might).
-The parent reads everything first (the journal's rows, the stored bytes of each
-segment's starting checkpoint: a read checks them against their digest); a child touches
-no store connection and no file: it computes, writes a few lines to a pipe and leaves by
-``os._exit`` (no ``atexit``, no buffered output flushed twice, no connection closed
-under the parent). A child collects no garbage (``gc.disable``): no finalizer of an
-object the parent had let go of runs in it, and the collector copies none of the
-parent's pages (what a segment leaves in cycles lives until the child exits). Children
-never outlive the call: every one is reaped, killed first on any error.
+another thread holds; the fork waits until each checkpointer is between two SQLite calls,
+``wal.idle``). Each process reads its own rows when the store can hand a child a
+connection of its own (``RangeReads``: SQLite, on a file; ``verify_apart``): before the
+fork the parent reads only the seqs and kinds of the checkpoint and record rows, and the
+feeds' stored texts (``journal_marks``: what the plan and the plain check need); after
+it, it reads its own segment's rows, and each child opens a new read-only store on the
+file (never a connection, cursor or lock inherited from the parent: SQLite forbids
+carrying a connection across a fork, not opening one after it), reads its starting
+checkpoint and the rows from it to its segment's end (what the resuming step emits again
+and the results its feeds name are journaled after that checkpoint; a result it does not
+hold fails it), replays, checks its rows decode and its feeds are plain. A store without
+``RangeReads`` (PostgreSQL: a child would open a server connection of its own, and a pool
+thread alive already keeps verify in one process) or a database in memory: the parent
+reads everything first (``verify_on_cores``: the journal's rows, each segment's starting
+checkpoint) and a child touches no store. Either way a child leaves by ``os._exit`` (no
+``atexit``, no buffered output flushed twice, no connection closed under the parent),
+writes its verdict to a pipe, and collects no garbage (``gc.disable``): no finalizer of an
+object the parent had let go of runs in it, and the collector copies none of the parent's
+pages (what a segment leaves in cycles lives until the child exits). Children never
+outlive the call: every one is reaped, killed first on any error.
 """
 
 from __future__ import annotations
