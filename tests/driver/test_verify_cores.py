@@ -5,13 +5,17 @@ well" is decided so. Checked on real SQLite files (and one PostgreSQL database):
 report is the one a replay in one process gives, for a clean run and for a corrupted
 checkpoint, intent, result or feed in the first, a middle or the last segment; a run that
 forked, migrated, raised a budget or resumed (the recorded journals) verifies as it did;
-a segment may start at every feed where one can; no child process outlives the call.
+a segment may start at every feed where one can; no child process outlives the call. On
+SQLite each process reads its own rows: what the parent reads (its connection's
+statements), a corrupt row only a child reads, the cut rule where checkpoints are few, a
+segment whose rows are not plain, a WAL checkpointer alive at the fork.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -28,15 +32,22 @@ from plait.core.errors import PlaitError
 from plait.driver import verify_cores
 from plait.driver.verify import _pinned_env
 from plait.driver.verify_cores import (
+    Outline,
     Segment,
+    Verdict,
     plain,
     plan_segments,
+    read_segment,
+    reads_apart,
     segments_from,
     start_positions,
+    verify_apart,
     verify_on_cores,
     verify_segments,
 )
+from plait.store import wal
 from plait.store.rows import ITEM, KIND, SEQ
+from plait.store.wal import THREAD_NAME
 
 JOURNALS = Path(__file__).resolve().parents[1] / "fixtures" / "journals"
 RECORDED: list[str] = json.loads((JOURNALS / "meta.json").read_text())["runs"]
@@ -91,6 +102,8 @@ def split_report(rt: Runtime, run_id: str, workers: int) -> Any:
     process)."""
     manifest = dict(rt.store.manifests(run_id)[0])
     env = _pinned_env(rt.host, run_id, manifest, None, {})
+    if reads_apart(rt.store):  # SQLite: each process reads its own rows
+        return verify_apart(rt.store, run_id, env, workers)
     return verify_on_cores(rt.store, rt.store.journal_rows(run_id), env, workers)
 
 
@@ -193,8 +206,9 @@ def corrupt(db: str, seq: int, column: str, change: Callable[[str], str]) -> Non
 
 def row_in(rt: Runtime, segment: Segment, item: str) -> int:
     """The seq of the middle row of ``item`` (a feed: a record of that kind) in ``segment``."""
-    journal = rt.store.journal_rows("r")
-    rows = journal.rows[segment.first_row : segment.stop_row]
+    stop = segment.stop
+    rows = [r for r in rt.store.journal_rows("r").rows if r[SEQ] >= segment.first]
+    rows = [r for r in rows if stop is None or r[SEQ] < stop]
     if item == "feed":
         found = [r[SEQ] for r in rows if r[ITEM] == "record" and r[KIND] == "feed"]
     else:
@@ -363,3 +377,159 @@ def test_an_epoch_3_run_verifies_on_every_core_as_in_one_process(
         assert (report is not None) == splits
         assert report is None or report.to_json() == alone
         assert outcome(rt, run_id, 3) == alone
+
+
+# --- each process reads its own rows (SQLite: verify_apart) -------------------------------
+
+_RANGE = re.compile(r"FROM journal WHERE run_id = 'r' AND seq >= (\d+) AND seq <= (\d+)")
+
+
+def journal_reads(rt: Runtime, run: str, workers: int) -> tuple[object, list[str]]:
+    """``outcome`` of verifying ``run`` and the statements reading its journal that ran on
+    this process's store connection meanwhile (SQLite's trace: each with its values)."""
+    statements: list[str] = []
+    conn = rt.store._conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(statements.append)
+    try:
+        found = outcome(rt, run, workers)
+    finally:
+        conn.set_trace_callback(None)
+    return found, [s for s in statements if "FROM journal" in s]
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_the_parent_reads_only_the_rows_of_its_own_segment(loop_db):
+    with Runtime(loop_db) as rt:
+        alone = outcome(rt, "r", 1)
+        segments = plan_segments(Outline.of_marks(rt.store.journal_marks("r")), 3)
+        assert len(segments) == 3
+        found, reads = journal_reads(rt, "r", 3)
+        assert found == alone
+        ranges = [tuple(map(int, m.groups())) for s in reads if (m := _RANGE.search(s))]
+        assert ranges == [(0, segments[1].first - 1)]  # its rows, not a child's
+        assert len(reads) == 2  # and the marks: no payload but feeds', read once
+        assert "CASE WHEN record_kind = 'feed' THEN payload END" in reads[0]
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+@pytest.mark.parametrize("where", [1, 2])
+def test_a_corrupt_row_only_a_child_reads_is_its_e010_as_in_one_process(loop_db, where):
+    with Runtime(loop_db) as rt:
+        segments = plan_segments(Outline.of_marks(rt.store.journal_marks("r")), 3)
+        rows = rt.store.journal_rows("r").rows
+        stop = segments[where].stop
+        feeds = [
+            r[SEQ]
+            for r in rows
+            if r[ITEM] == "record"
+            and r[KIND] == "feed"
+            and r[SEQ] >= segments[where].first
+            and (stop is None or r[SEQ] < stop)
+        ]
+    bad = feeds[len(feeds) // 2]
+    corrupt(loop_db, bad, "payload", corrupt_payload('"events"', '"events'))
+    with Runtime(loop_db) as rt:
+        alone = outcome(rt, "r", 1)
+        assert alone[:2] == ("raised", "E010"), alone
+        assert split_report(rt, "r", 3) is None  # the child that read it did not pass
+        found, reads = journal_reads(rt, "r", 3)
+        assert found == alone  # the whole replay's error, word for word
+        parent = [tuple(map(int, m.groups())) for s in reads if (m := _RANGE.search(s))]
+        assert parent[0][1] < bad  # the split's parent never read it: a child did
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_a_corrupt_row_in_the_parents_range_is_its_e010_as_in_one_process(loop_db):
+    with Runtime(loop_db) as rt:
+        first = plan_segments(Outline.of_marks(rt.store.journal_marks("r")), 3)[1].first
+        rows = rt.store.journal_rows("r").rows
+        bad = [r[SEQ] for r in rows if r[KIND] == "feed" and r[SEQ] < first][-2]
+    corrupt(loop_db, bad, "payload", corrupt_payload('"events"', '"events'))
+    with Runtime(loop_db) as rt:
+        alone = outcome(rt, "r", 1)
+        assert alone[:2] == ("raised", "E010"), alone
+        assert split_report(rt, "r", 3) is None
+        assert outcome(rt, "r", 3) == alone
+
+
+# --- the plan: from the rows' seqs and kinds alone -----------------------------------------
+
+
+def test_the_marks_outline_the_run_as_its_whole_journal_does(loop_db):
+    with Runtime(loop_db) as rt:
+        marked = Outline.of_marks(rt.store.journal_marks("r"))
+        assert marked == Outline.of_rows(rt.store.journal_rows("r"))
+        assert len(marked.feeds) == STEPS + 2 and marked.plain
+        assert rt.store.journal_marks("nobody") == []
+
+
+def test_the_cut_rule_where_checkpoints_are_few():
+    # feeds every 4 seqs; a segment starts only at a feed with a checkpoint since the last
+    feeds = list(range(1, 400, 4))
+    none = Outline(feeds, [], True)
+    assert start_positions(none) == [] and len(plan_segments(none, 4, min_feeds=5)) == 1
+    one = Outline(feeds, [250], True)  # between feeds 62 (seq 249) and 63 (seq 253)
+    assert start_positions(one) == [63]
+    segments = plan_segments(one, 4, min_feeds=5)
+    assert [(s.first, s.stop, s.compared, s.start) for s in segments] == [
+        (0, 253, 0, None),
+        (253, None, 1, 250),
+    ]
+    early = Outline(feeds, [2, 3], True)  # only before every share's first feed: no split
+    assert start_positions(early) == [1]
+    assert [s.first for s in plan_segments(early, 3, min_feeds=5)] == [0]
+    assert segments_from(early, []) == [Segment(0, None, 0, None)]
+
+
+# --- a segment whose rows are not plain -------------------------------------------------------
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_a_segment_whose_rows_resume_or_raise_a_budget_does_not_pass(tmp_path):
+    db = f"sqlite:///{tmp_path / 'raised.db'}"
+    with Runtime(db) as rt:
+        wf = counting_loop(STEPS).budget(max_supersteps=40)
+        assert rt.run_sync(wf, {"i": 0, "log": []}, run_id="r").status == "budget_exhausted"
+        rt.raise_budget("r", {"max_supersteps": STEPS + 10})
+        assert rt.resume_sync("r", workflow=wf).status == "completed"
+
+        alone = outcome(rt, "r", 1)
+        assert alone["verified"], alone
+        outline = Outline.of_marks(rt.store.journal_marks("r"))
+        assert not outline.plain  # its feed's text names both: no child is forked
+        assert split_report(rt, "r", 3) is None and outcome(rt, "r", 3) == alone
+
+        # each segment checks its own rows too (a feed cut into nodes is not in the marks)
+        env = _pinned_env(rt.host, "r", dict(rt.store.manifests("r")[0]), None, {})
+        plan = Outline(outline.feeds, outline.checkpoints, True)
+        rows = rt.store.journal_rows("r").rows
+        resumed = next(r[SEQ] for r in rows if r[KIND] == "feed" and '"resume_from"' in r[-1])
+        segments = segments_from(plan, start_positions(plan)[::10])
+        holding = [s for s in segments if s.first <= resumed and (s.stop or resumed + 1) > resumed]
+        assert len(holding) == 1 and holding[0] is not segments[0]
+        for segment in segments[: segments.index(holding[0]) + 1]:
+            verdict = read_segment(rt.store, "r", env, segment, last=False, reopen=True)
+            assert isinstance(verdict, Verdict) == (segment is not holding[0]), segment
+        journal = rt.store.journal_rows("r")
+        seqs = [row[SEQ] for row in journal.rows]
+        for segment in segments:  # what each checks of its own rows: only the one holding it
+            stop = len(seqs) if segment.stop is None else seqs.index(segment.stop)
+            rows = range(seqs.index(segment.first) if segment.first else 0, stop)
+            assert plain(journal, rows) == (segment is not holding[0]), segment
+
+
+# --- a WAL checkpointer alive at the fork ------------------------------------------------------
+
+
+@pytest.mark.usefixtures("small_segments", "no_child_left")
+def test_a_store_whose_wal_checkpointer_runs_verifies_on_every_core(tmp_path):
+    with Runtime(f"sqlite:///{tmp_path / 'wal.db'}") as rt:
+        rt.run_sync(counting_loop(300), {"i": 0, "log": []}, run_id="r")
+        assert any(t.name.startswith(THREAD_NAME) for t in threading.enumerate())
+        alone = rt.verify("r", workers=1)
+        assert split_report(rt, "r", 2) == alone  # the children opened the file themselves
+        assert rt.verify("r", workers=2) == alone
+        checkpointer = rt.store._checkpointer  # type: ignore[attr-defined]
+        with wal.idle():  # held between two SQLite calls while a fork would happen
+            assert checkpointer.in_sqlite.locked()
+        assert not checkpointer.in_sqlite.locked()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from plait.core.canonical import dumpb
+from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import (
     CheckpointWrite,
@@ -22,7 +23,9 @@ from plait.store import (
     RunInfo,
     Store,
 )
+from plait.store.base import RangeReads
 from plait.store.rows import KIND, SEQ, JournalRows
+from plait.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from conftest import Backend
@@ -200,3 +203,45 @@ def _raised(action: Any) -> BaseException:
     with pytest.raises(Exception) as caught:
         action()
     return caught.value
+
+
+# --- RangeReads (SQLite): a seq range of the rows, the marks, a store reopened ------------
+
+
+def test_a_range_of_the_rows_is_that_slice_of_them_and_the_marks_name_them(tmp_path):
+    store = SqliteStore(tmp_path / "range.db")
+    try:
+        _journal(store)
+        assert isinstance(store, RangeReads) and store.reopens()
+        whole = store.journal_rows("r1")
+        seqs = [row[SEQ] for row in whole.rows]
+        for first in [0, *seqs]:
+            for last in [*seqs, None]:
+                part = store.journal_range("r1", first, last)
+                want = [
+                    r for r in whole.rows if r[SEQ] >= first and (last is None or r[SEQ] <= last)
+                ]
+                assert part.rows == want, (first, last)
+                part.check()  # the cut rows of a range decode as the whole journal's
+        marks = store.journal_marks("r1")
+        kept = [r for r in whole.rows if r[1] in ("checkpoint", "record")]
+        assert [m[:3] for m in marks] == [(r[SEQ], r[1], r[KIND]) for r in kept]
+        assert [m[3] is not None for m in marks] == [r[KIND] == "feed" for r in kept]
+        assert store.journal_marks("nobody") == []
+        with pytest.raises(PlaitError) as unknown:
+            store.journal_range("nobody", 0, None)
+        assert unknown.value.code == "E017"
+
+        reopened = store.reopen()  # read-only, a connection of its own, the same rows
+        try:
+            assert reopened.journal_range("r1", 0, None).rows == whole.rows
+            assert reopened.read_only
+        finally:
+            reopened.close()
+    finally:
+        store.close()
+    memory = SqliteStore(":memory:")
+    try:
+        assert not memory.reopens()
+    finally:
+        memory.close()

@@ -144,7 +144,10 @@ class Span:
     """A stretch of a run's journal replayed on its own (verify on every core,
     ``verify_cores``): its records from row ``first_row`` to before ``stop_row``, from
     ``state`` (None: the run's start), the ``compared`` checkpoints before it taken as
-    compared; at its end it must have compared ``limit`` of them (None: every one)."""
+    compared; at its end it must have compared ``limit`` of them (None: every one). Row
+    and checkpoint numbers are of the rows held, which may be a seq range of the run's
+    (``Store``'s ``journal_range``): so a feed whose result is not held fails a stretch,
+    where the whole replay stops there verified."""
 
     first_row: int
     stop_row: int
@@ -280,7 +283,7 @@ def replay(
         if state is None:
             state = SchedulerState.new(run_id, plan)
         if not isinstance(events, list):
-            if limit < len(expected):  # a stretch ends where its successor starts, not short
+            if span is not None:  # a stretch's rows may not hold every result: it fails
                 return _diverged(run_id, compared, state.superstep, None, "feeds stop"), state
             break  # a result the journal does not hold: verifiable up to here
         superstep = state.superstep

@@ -17,7 +17,7 @@ from plait.driver.environment import env_from_manifest, make_env
 from plait.driver.host import Host
 from plait.driver.replay import EnvAt, VerifyReport, replay
 from plait.driver.reshape import Reshape, reshaper
-from plait.driver.verify_cores import verify_on_cores
+from plait.driver.verify_cores import reads_apart, verify_apart, verify_on_cores
 from plait.store.base import Store
 from plait.workflow import manifest_plan
 
@@ -42,15 +42,23 @@ def verify_run(
     how a stored checkpoint of the run's first version is put in the shape of ``env``'s
     plan (``verify --workflow`` onto a plan with other nodes or edges). ``workers``: how
     many processes may replay a long plain run in segments at once (``verify_cores``:
-    when they all pass, the report is the whole replay's; otherwise it is replayed whole).
+    when they all pass, the report is the whole replay's; otherwise it is replayed whole;
+    on a store with ``RangeReads`` each process reads only its own rows, and the journal
+    is read whole here only when a segment did not pass).
 
     The journal is read lazily (``JournalRows``): before any report, and when anything
     raises, every row the replay did not read is decoded, so a corrupt row ends a verify
     with PLAIT-E010 as it would had the whole journal been read first."""
+    split = workers > 1 and reshape is None
+    if split and reads_apart(store):
+        report = verify_apart(store, run_id, env, workers)  # each process reads its rows
+        if report is not None:
+            return report
+        split = False  # a segment did not pass: the whole replay, in one process
     journal = store.journal_rows(run_id)
     try:
         report = None
-        if workers > 1 and reshape is None:
+        if split:
             report = verify_on_cores(store, journal, env, workers)
         if report is None:
             report = replay(store, journal, env, env_at, reshape)[0]

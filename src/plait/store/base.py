@@ -275,6 +275,49 @@ class WorkStore(Store, Protocol):
         ...
 
 
+JournalMark = tuple[int, str, str | None, str | None]
+"""A journal row as ``RangeReads.journal_marks`` gives it: seq, item, record kind, and a
+feed record's payload as stored (None for any other row)."""
+
+
+@runtime_checkable
+class RangeReads(Protocol):
+    """What lets verify on every core (``driver/verify_cores.py``) have each process read
+    only its own rows, a forked child on a connection of its own. Optional: a store
+    without it has the parent read the whole journal before it forks."""
+
+    def reopens(self) -> bool:
+        """Whether a forked process can open this store's database afresh (``reopen``):
+        not an in-memory one."""
+        ...
+
+    def reopen(self) -> RangeReads:
+        """A new read-only store on the same database, for a forked child: it uses no
+        connection, cursor or lock of this one (SQLite forbids carrying a connection
+        across a fork; opening one after it is fine)."""
+        ...
+
+    def journal_marks(self, run_id: str) -> list[JournalMark]:
+        """The seq, item and record kind of every checkpoint and record row of the run, in
+        seq order, with a feed's payload as stored (what tells a plain run from its feeds'
+        texts), and no other payload: what verify plans its segments by before it forks.
+        An unknown run has none."""
+        ...
+
+    def journal_range(self, run_id: str, first_seq: int, last_seq: int | None) -> JournalRows:
+        """``journal_rows`` of the rows with ``first_seq <= seq <= last_seq`` (None: to
+        the end) only; PLAIT-E017 for an unknown run."""
+        ...
+
+    def read_checkpoint(self, run_id: str, seq: int) -> bytes:
+        """As ``Store.read_checkpoint``."""
+        ...
+
+    def read_checkpoints(self, run_id: str, first: int, last: int) -> dict[int, bytes]:
+        """As ``Store.read_checkpoints``."""
+        ...
+
+
 @runtime_checkable
 class ScheduleStore(Protocol):
     """Schedules (``plait schedule``) and the slots workers fire (``store/schedules.py``)."""

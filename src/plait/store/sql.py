@@ -112,6 +112,16 @@ RAW_ROWS = (
 )
 """A run's journal rows as ``JournalRows`` holds them, unordered: only the columns a replay
 reads (every column a row carries costs its fetch)."""
+JOURNAL_MARKS = (
+    "SELECT seq, item, record_kind, CASE WHEN record_kind = 'feed' THEN payload END"
+    " FROM journal WHERE run_id = ? AND item IN ('checkpoint', 'record') ORDER BY seq"
+)
+"""``RangeReads.journal_marks``: a run's checkpoint and record rows, the payload of feeds
+only (a few hundred bytes each; a checkpoint's is not read)."""
+RAW_RANGE = RAW_ROWS + " AND seq >= ? AND seq <= ? ORDER BY seq"
+"""``RAW_ROWS`` of a seq range, in order (verify on every core: each process its own)."""
+LAST_SEQ = 2**63 - 1
+"""The greatest seq a database column holds: the end of a range read to the end."""
 LEASE_LIST = "host, pid, started_ms, token, expires_ms"
 UPSERT_LEASE = (
     "INSERT INTO leases (run_id, host, pid, started_ms, token, expires_ms)"

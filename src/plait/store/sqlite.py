@@ -27,7 +27,16 @@ from plait.core.canonical import JSON
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import claims, run_pages, schedules, sql, tokens
-from plait.store.base import Listener, ScheduleStore, TokenStore, WorkStore, never_dead, unknown_run
+from plait.store.base import (
+    JournalMark,
+    Listener,
+    RangeReads,
+    ScheduleStore,
+    TokenStore,
+    WorkStore,
+    never_dead,
+    unknown_run,
+)
 from plait.store.lease import LeaseClaim, may_take_over
 from plait.store.node_reads import NodeFetcher
 from plait.store.read_only import read_only_message, read_only_query, read_only_reason
@@ -100,6 +109,9 @@ class SqliteStore:
         # needs no read of the journal (``_commit_fenced``).
         self._last_seq: dict[str, int] = {}
         memory = self.path == ":memory:"
+        self._file = None if memory else os.path.abspath(self.path)
+        """The database file, absolute: ``reopen`` finds it whatever folder the process
+        moved to since."""
         try:
             if read_only:
                 uri = f"file:{quote(os.path.abspath(self.path))}?{read_only_query(self.path)}"
@@ -495,6 +507,25 @@ class SqliteStore:
             rows = conn.execute(_RAW_ROWS, (run_id,)).fetchall()
             return sql.journal_rows_of(conn, SQLITE, run_id, rows, NodeFetcher(conn))
 
+    def reopens(self) -> bool:
+        return self._file is not None
+
+    def reopen(self) -> SqliteStore:
+        if self._file is None:
+            raise PlaitError("E020", "an in-memory database cannot be opened again")
+        return SqliteStore(self._file, self.durability, read_only=True)
+
+    def journal_marks(self, run_id: str) -> list[JournalMark]:
+        with self._lock, self._read() as conn:
+            rows: list[JournalMark] = conn.execute(sql.JOURNAL_MARKS, (run_id,)).fetchall()
+            return rows
+
+    def journal_range(self, run_id: str, first_seq: int, last_seq: int | None) -> JournalRows:
+        last = sql.LAST_SEQ if last_seq is None else last_seq
+        with self._lock, self._read() as conn:
+            rows = conn.execute(sql.RAW_RANGE, (run_id, first_seq, last)).fetchall()
+            return sql.journal_rows_of(conn, SQLITE, run_id, rows, NodeFetcher(conn))
+
     def settled(self, run_id: str, keys: Sequence[JournalKey]) -> set[JournalKey]:
         by_text = {key_text(key): key for key in keys}
         texts = sorted(by_text)
@@ -650,3 +681,4 @@ class SqliteStore:
 _CONFORMS: type[WorkStore] = SqliteStore  # mypy checks the whole contract here
 _SCHEDULES: type[ScheduleStore] = SqliteStore
 _TOKENS: type[TokenStore] = SqliteStore
+_RANGES: type[RangeReads] = SqliteStore

@@ -12,13 +12,21 @@ is not there (a process forked from one whose thread had started).
 
 Nothing here decides what is durable: a commit is durable once it is in the WAL,
 checkpointed or not.
+
+A process that forks a child which opens the database afresh (verify on every core)
+forks while every checkpointer is between two calls into SQLite (``idle``): a child
+inherits whatever SQLite mutex another thread holds at the fork, and would wait on it
+forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
+import weakref
+from collections.abc import Iterator
 from urllib.parse import quote
 
 CHECKPOINT_EVERY = 128
@@ -34,6 +42,20 @@ THREAD_NAME = "plait-wal-checkpoint"
 forked child would take: it only calls SQLite, on its own connection)."""
 
 
+_STARTED: weakref.WeakSet[WalCheckpointer] = weakref.WeakSet()
+"""Every checkpointer of this process whose thread has started."""
+
+
+@contextlib.contextmanager
+def idle() -> Iterator[None]:
+    """Hold every checkpointer of this process between two calls into SQLite (one running
+    is waited for): a process forked meanwhile inherits no SQLite mutex held by one."""
+    with contextlib.ExitStack() as stack:
+        for checkpointer in list(_STARTED):
+            stack.enter_context(checkpointer.in_sqlite)
+        yield
+
+
 class WalCheckpointer:
     """Checkpoints one database file from a daemon thread, started on first need."""
 
@@ -46,6 +68,8 @@ class WalCheckpointer:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._ran = threading.Condition()
+        self.in_sqlite = threading.Lock()
+        """Held by the thread while it calls SQLite (``idle``)."""
         self.checkpoints = 0
         """Checkpoints the thread has completed."""
 
@@ -59,6 +83,7 @@ class WalCheckpointer:
             self._thread = threading.Thread(
                 target=self._run, name=f"{THREAD_NAME} {self._path}", daemon=True
             )
+            _STARTED.add(self)
             self._thread.start()
         self._due.set()
 
@@ -84,19 +109,27 @@ class WalCheckpointer:
                 self._due.clear()
                 if self._closed:
                     return
-                try:
-                    if conn is None:  # mode=rw: never create a file that went away
-                        uri = f"file:{quote(self._path)}?mode=rw"
-                        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    with self._ran:
-                        self.checkpoints += 1
-                        self._ran.notify_all()
-                except sqlite3.Error:
-                    # The backstop checkpoints instead; try again at the next call.
-                    if conn is not None:
-                        conn.close()
-                    conn = None
+                with self.in_sqlite:
+                    conn = self._checkpoint(conn)
         finally:
             if conn is not None:
+                with self.in_sqlite:
+                    conn.close()
+
+    def _checkpoint(self, conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
+        """One PASSIVE checkpoint, on ``conn`` or a new connection; the connection to
+        keep (None after a failure: the backstop checkpoints instead, and the next call
+        connects again)."""
+        try:
+            if conn is None:  # mode=rw: never create a file that went away
+                uri = f"file:{quote(self._path)}?mode=rw"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:
+            if conn is not None:
                 conn.close()
+            return None
+        with self._ran:
+            self.checkpoints += 1
+            self._ran.notify_all()
+        return conn
