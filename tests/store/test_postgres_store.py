@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from plait import Runtime, Workflow
 from plait.core.canonical import dumpb
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
@@ -546,7 +547,7 @@ def test_the_poll_after_a_commit_is_answered_by_that_commit(
         pg.commit("r1", None, [feed])  # after the inbox: its poll finds it
         assert pg.records_after("r1", 4, kinds) == [Record(6, "inbox", {"message": "hi"})]
         pg.commit("r1", None, [RecordWrite("cancel", {"by": "carol", "reason": "c"})])
-        found = pg.records_after("r1", 6, kinds)  # its own cancel: not in its own snapshot
+        found = pg.records_after("r1", 6, kinds)  # its own cancel: its commit's answer has it
         assert found == [Record(8, "cancel", {"by": "carol", "reason": "c"})]
     finally:
         other.close()
@@ -816,6 +817,54 @@ def test_a_drives_first_poll_is_answered_by_its_first_commit(
     sent = count_statements(monkeypatch)
     assert pg.records_after("r1", 0, POLLED_KINDS) == []
     assert sent == []
+
+
+def test_records_the_driver_does_not_poll_for_cost_its_poll_no_statement(
+    pg: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit answers the poll from the run's ``polled_seq``, which only records of
+    the polled kinds move: an answer, a clock or a feed journaled by anyone leaves the
+    driver's poll without a round trip; an inbox message journaled by another store
+    between two waves is found after the next one."""
+    queued(pg, "r1", status="running")
+    other = PostgresStore(postgres_url)
+    try:
+        other.commit("r1", None, [RecordWrite("answer", {"ask_id": "a1", "by": "bob"})])
+        pg.commit("r1", None, [RecordWrite("feed", {"events": []}), RecordWrite("clock", {})])
+        sent = count_statements(monkeypatch)
+        assert pg.records_after("r1", 0, POLLED_KINDS) == []
+        assert sent == []
+        other.commit("r1", None, [RecordWrite("inbox", {"message": "hi"})])
+        pg.commit("r1", None, [RecordWrite("feed", {"events": []})])
+        assert pg.records_after("r1", 3, POLLED_KINDS) == [Record(4, "inbox", {"message": "hi"})]
+        assert sent[:2] == ["plait_commit_000"] * 2 and len(sent) == 3  # two commits, a read
+    finally:
+        other.close()
+
+
+def test_a_cancel_sent_through_another_store_mid_run_is_seen_by_the_driver(
+    postgres_url: str,
+) -> None:
+    """The driver's poll after each wave trusts its commit's ``polled_seq``: a cancel
+    another runtime (its own store and connections) journals while a tool runs moves it,
+    and the run stops at the next wave."""
+    steps: list[int] = []
+
+    def step(n: int = 0) -> dict[str, Any]:
+        steps.append(n)
+        if n == 2:
+            with Runtime(postgres_url, principal="ops") as elsewhere:
+                elsewhere.cancel("r1", reason="stop", by="ops")
+        return {"n": n + 1}
+
+    loop = (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .edge("step", "step", when="n < 10", max_cycles=20)
+    )
+    with Runtime(postgres_url, principal="p") as rt:
+        assert rt.run_sync(loop, {"n": 0}, run_id="r1").status == "canceled"
+    assert steps[:3] == [0, 1, 2] and len(steps) < 10
 
 
 def test_manifests_of_one_workflow_read_their_shared_nodes_once(

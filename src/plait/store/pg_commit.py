@@ -14,8 +14,8 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
+from plait.store.base import POLLED_KINDS
 from plait.store.pg_params import bytea_array, column_arrays, text, text_array
 from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
@@ -40,7 +40,8 @@ _JOURNAL_ROWS = (  # a batch's journal rows as ``commit_query`` sends them: a co
 # insert the journal rows, manifests and nodes (in hash order: two commits sharing nodes
 # cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
 # reserved. The answer says whether the run exists, the base (NULL: the token was not
-# current) and the lease as it was found, for PLAIT-E017/E021 without another query.
+# current), the run's polled_seq and the lease as it was found, for PLAIT-E017/E021
+# without another query.
 # The rows travel as arrays, one per column (``commit_query``), and the scalars as text,
 # all typed by the casts here, so the parameter types never depend on the write mix. The
 # inserts of manifests and nodes, and the lease's release, are in the statement only when
@@ -58,10 +59,11 @@ _COMMIT_HEAD = (
     "  UPDATE runs SET last_seq = last_seq + %(n)s::bigint,"
     "   status = COALESCE(%(status)s::text, status),"
     "   outcome = CASE WHEN %(status)s::text IS NULL THEN outcome ELSE %(outcome)s::text END,"
-    "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms)"
+    "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms),"
+    "   polled_seq = COALESCE(last_seq + %(polled)s::bigint, polled_seq)"
     "  WHERE run_id = %(run_id)s AND (%(token)s::bigint IS NULL OR EXISTS (SELECT 1 FROM lease"
     "   WHERE lease.token = %(token)s::bigint AND lease.host IS NOT NULL))"
-    "  RETURNING last_seq - %(n)s::bigint AS base),"
+    "  RETURNING last_seq - %(n)s::bigint AS base, polled_seq),"
     " journal_rows AS ("
     f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
     f"  SELECT %(run_id)s, reserved.base + w.pos, {', '.join('w.' + c for c in JOURNAL_COLUMNS)}"
@@ -87,29 +89,24 @@ _RELEASED = (
     "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved)),"
 )
 _ANSWER = (
+    # Whether the run exists, the base (NULL: the token was not current), the run's
+    # polled_seq with this batch (the last record a driver polls for between waves: the
+    # poll after this commit needs no round trip of its own; schema.py, migration 13),
+    # and the lease as it was found.
+    # In this order: the run row is locked (``run``) before ``reserved`` updates it,
+    # also when no lease is read.
     " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
-    # The last record of the kinds a driver polls for between waves (records_after), as
-    # of this statement: the poll after the commit needs no round trip of its own. One
-    # backward step of the ``journal_records`` index per kind, however long the run. The
-    # kinds are read through a sub-select so that the planner estimates their number the
-    # same whether it knows the parameter or not: a plan made for the values at hand then
-    # costs no less than the generic one, which PostgreSQL keeps using for the prepared
-    # statement instead of planning every commit again (a plan costs more server time
-    # than the statement's execution).
-    "  (SELECT max(last.seq) FROM unnest((SELECT %(watched)s::text[])) AS k (kind)"
-    "   CROSS JOIN LATERAL (SELECT seq FROM journal WHERE run_id = %(run_id)s"
-    "   AND item = 'record' AND record_kind <> 'feed' AND record_kind = k.kind"
-    "   ORDER BY seq DESC LIMIT 1) last),"
+    " (SELECT polled_seq FROM reserved),"
     f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
     " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
 )
-_PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "watched",
+_PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "polled",
            *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
 _MANIFEST_PARAMS = ("m_pos", "m_payload")
 _NODE_PARAMS = ("hash", "data")
 _JOURNAL_INTEGERS = tuple(c == "pos" or c in _INTEGER_COLUMNS for c in _JOURNAL_KEYS)
 _MANIFEST_INTEGERS = (True, False)
-_BINARY = {"watched", "m_payload", "hash", "data"} | {
+_BINARY = {"m_payload", "hash", "data"} | {
     f"j_{c}" for c, integer in zip(_JOURNAL_KEYS, _JOURNAL_INTEGERS, strict=True) if not integer
 }
 """The parameters sent in binary (``pg_params``: arrays of texts and of bytes)."""
@@ -156,17 +153,17 @@ def commit_query(
     token: int | None,
     ops: Sequence[Row],
     nodes: dict[str, bytes],
-    watched: tuple[str, ...],
     encoding: str,
     release: bool = False,
 ) -> tuple[Statement, list[bytes | None]]:
     """The statement (``COMMITS``) and its parameters, in order and as libpq sends them
-    (``encoding``: the connection's), for the rows ``write_row`` made, in write order;
-    ``watched``: the record kinds the answer reports the last seq of.
+    (``encoding``: the connection's), for the rows ``write_row`` made, in write order.
 
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
-    the one that counts (each sets the whole status, outcome and update time). Journal
+    the one that counts (each sets the whole status, outcome and update time). The
+    batch's last record of a kind in ``POLLED_KINDS`` moves the run's ``polled_seq`` to
+    its seq (``polled``: its ``pos``, NULL for none). Journal
     rows and manifests go as one array per column (``unnest``; ``pg_params``: texts and
     bytes binary, integers as literals), so the parameters' types do not depend on the
     write mix. Arrays rather than one JSON document: the server reads an array once,
@@ -178,15 +175,19 @@ def commit_query(
     manifests: list[Row] = []
     status: Row = (None, None, None)
     taken = 0
+    polled = None
     for op in ops:
-        if op[0] == "status":
+        item = op[0]
+        if item == "status":
             status = op[1:]
             continue
         taken += 1
-        if op[0] == "manifest":
+        if item == "manifest":
             manifests.append((taken, op[1]))
-        else:
-            journal.append((taken, *op))
+            continue
+        journal.append((taken, *op))
+        if item == "record" and op[3] in POLLED_KINDS:
+            polled = taken
     params = [
         text(run_id, encoding),
         None if token is None else str(token).encode(),
@@ -194,7 +195,7 @@ def commit_query(
         None if status[0] is None else text(status[0], encoding),
         None if status[1] is None else text(status[1], encoding),
         None if status[2] is None else str(status[2]).encode(),
-        _kinds_array(watched, encoding),
+        None if polled is None else str(polled).encode(),
         *column_arrays(journal, _JOURNAL_INTEGERS, encoding),
     ]
     if manifests:
@@ -203,9 +204,3 @@ def commit_query(
         hashes = sorted(nodes)
         params += (text_array(hashes, encoding), bytea_array([nodes[h] for h in hashes]))
     return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
-
-
-@lru_cache(maxsize=64)
-def _kinds_array(watched: tuple[str, ...], encoding: str) -> bytes:
-    """The polled kinds as a ``text[]``: the same few tuples for every commit."""
-    return text_array(watched, encoding)

@@ -192,10 +192,9 @@ class PostgresStore:
         self.durability = durability
         self._nodes = sql.KnownNodes()
         self._manifest_nodes = NodeCache()
-        # records_after between waves: the kinds each run's driver polls for, and what the
-        # run's last commit found of them (kinds, last seq or None); see records_after.
-        self._watched: dict[str, tuple[str, ...]] = {}
-        self._seen_at_commit: dict[str, tuple[tuple[str, ...], int | None]] = {}
+        # records_after between waves: the run's polled_seq as its last commit through
+        # this store left it (the seq of its last record of a POLLED_KINDS kind).
+        self._polled_at_commit: dict[str, int] = {}
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -642,15 +641,12 @@ class PostgresStore:
         nodes: dict[str, bytes] = {}
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
-        watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
         what = f"committing to the journal of run '{run_id}'"
-        self._seen_at_commit.pop(run_id, None)
+        self._polled_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
                 encoding = self._prepared.encoding(conn)
-                statement, params = commit_query(
-                    run_id, token, ops, nodes, watched, encoding, release
-                )
+                statement, params = commit_query(run_id, token, ops, nodes, encoding, release)
                 answer = self._prepared.run(conn, statement, params)
                 row = [answer.get_value(0, column) for column in range(3)]
         except PlaitError as exc:
@@ -667,12 +663,9 @@ class PostgresStore:
             assert token is not None
             raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer, encoding)))
         self._nodes.remember(nodes)
-        # The statement does not see its own rows: a batch holding a watched record
-        # leaves the next poll to read the journal.
-        if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
-            if len(self._seen_at_commit) >= sql.WATCH_LIMIT:
-                self._seen_at_commit.clear()  # runs committed to here but never polled
-            self._seen_at_commit[run_id] = (watched, None if row[2] is None else int(row[2]))
+        if len(self._polled_at_commit) >= sql.WATCH_LIMIT:
+            self._polled_at_commit.clear()  # runs committed to here but never polled
+        self._polled_at_commit[run_id] = int(row[2])
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         """``Store.load_journal`` in one round trip, also when there is nothing to read (a
@@ -725,21 +718,17 @@ class PostgresStore:
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
         """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
 
-        The run's last commit through this store read the last seq of these kinds in the
-        same statement: when that is at most ``after_seq``, the answer is known without a
+        The run's last commit through this store returned the run's ``polled_seq``, the
+        seq of its last record of a ``POLLED_KINDS`` kind (kept by every commit, so also
+        by other connections' and processes'; schema.py, migration 13): when ``kinds``
+        are among those and it is at most ``after_seq``, the answer is known without a
         round trip. It is the journal as of that commit, a moment before this call; a
         record committed in between is found by the next poll, after the next commit.
         """
         if "feed" in kinds:  # never in the records index (schema.py, migration 12)
             raise ValueError("records_after does not look up feed records (see Store)")
-        watch = tuple(kinds)
-        seen = self._seen_at_commit.pop(run_id, None)
-        if self._watched.get(run_id, POLLED_KINDS) != watch:
-            if len(self._watched) >= sql.WATCH_LIMIT:
-                self._watched.clear()  # runs no longer driven here: nothing is held per run
-                self._seen_at_commit.clear()
-            self._watched[run_id] = watch
-        if seen is not None and seen[0] == watch and (seen[1] is None or seen[1] <= after_seq):
+        polled = self._polled_at_commit.pop(run_id, None)
+        if polled is not None and polled <= after_seq and _among_polled(kinds):
             return []
         with self._connection(f"reading the records of run '{run_id}'") as conn:
             rows = conn.execute(
@@ -877,6 +866,12 @@ def _lease_columns(answer: pq.abc.PGresult, encoding: str) -> tuple[str | int | 
     values = [answer.get_value(0, column) for column in range(3, 8)]
     host = None if values[0] is None else values[0].decode(encoding)
     return (host, *(None if value is None else int(value) for value in values[1:]))
+
+
+def _among_polled(kinds: Sequence[str]) -> bool:
+    """Every kind in ``kinds`` is one a run's ``polled_seq`` follows (the driver's
+    ``POLLED_KINDS`` themselves, most often)."""
+    return kinds is POLLED_KINDS or all(kind in POLLED_KINDS for kind in kinds)
 
 
 def _is_turn_race(exc: pg_errors.UniqueViolation) -> bool:

@@ -263,6 +263,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
             WHERE item = 'record' AND record_kind <> 'feed'""",
     ), only="postgres"),
+    # 13 (PostgreSQL): runs.polled_seq, the seq of the run's last record of a kind a
+    # driver polls for between waves (store/base.py POLLED_KINDS: cancel, inbox; 0 for
+    # none). Every journal row is written by the commit statement (pg_commit.py), which
+    # keeps it in the UPDATE of the run row it makes anyway and returns it: the poll
+    # after a wave is answered without a look-up of the journal per polled kind. Runs
+    # already there are backfilled from their journal. A change of POLLED_KINDS needs a
+    # migration that computes the column again.
+    Migration((
+        "ALTER TABLE runs ADD COLUMN polled_seq BIGINT NOT NULL DEFAULT 0",
+        """UPDATE runs SET polled_seq = polled.seq FROM (SELECT run_id, MAX(seq) AS seq
+            FROM journal WHERE item = 'record' AND record_kind <> 'feed'
+            AND record_kind IN ('cancel', 'inbox') GROUP BY run_id) AS polled
+            WHERE runs.run_id = polled.run_id""",
+    ), only="postgres"),
 )  # fmt: skip
 
 
