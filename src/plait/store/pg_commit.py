@@ -14,9 +14,10 @@ parameters; ``PostgresStore.commit`` runs it and reads its answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from plait.store.base import POLLED_KINDS
-from plait.store.pg_params import bytea_array, column_arrays, text, text_array
+from plait.store.pg_params import bytea_array, column_arrays, integer_array, text, text_array
 from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
 from plait.store.sql import LEASE_LIST
@@ -105,10 +106,10 @@ _PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "polled",
            *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
 _MANIFEST_PARAMS = ("m_pos", "m_payload")
 _NODE_PARAMS = ("hash", "data")
-_JOURNAL_INTEGERS = tuple(c == "pos" or c in _INTEGER_COLUMNS for c in _JOURNAL_KEYS)
+_JOURNAL_INTEGERS = tuple(c in _INTEGER_COLUMNS for c in JOURNAL_COLUMNS)
 _MANIFEST_INTEGERS = (True, False)
 _BINARY = {"m_payload", "hash", "data"} | {
-    f"j_{c}" for c, integer in zip(_JOURNAL_KEYS, _JOURNAL_INTEGERS, strict=True) if not integer
+    f"j_{c}" for c, integer in zip(JOURNAL_COLUMNS, _JOURNAL_INTEGERS, strict=True) if not integer
 }
 """The parameters sent in binary (``pg_params``: arrays of texts and of bytes)."""
 
@@ -173,6 +174,7 @@ def commit_query(
     statement.
     """
     journal: list[Row] = []
+    places: list[int] = []  # each journal row's pos
     manifests: list[Row] = []
     status: Row = (None, None, None)
     taken = 0
@@ -186,7 +188,8 @@ def commit_query(
         if item == "manifest":
             manifests.append((taken, op[1]))
             continue
-        journal.append((taken, *op))
+        journal.append(op)
+        places.append(taken)
         if item == "record" and op[3] in POLLED_KINDS:
             polled = taken
     params = [
@@ -197,6 +200,8 @@ def commit_query(
         None if status[1] is None else text(status[1], encoding),
         None if status[2] is None else str(status[2]).encode(),
         None if polled is None else str(polled).encode(),
+        # 1, 2, ... n unless manifests took places between the journal's rows
+        _first_places(len(journal)) if len(journal) == taken else integer_array(places),
         *column_arrays(journal, _JOURNAL_INTEGERS, encoding),
     ]
     if manifests:
@@ -205,3 +210,9 @@ def commit_query(
         hashes = sorted(nodes)
         params += (text_array(hashes, encoding), bytea_array([nodes[h] for h in hashes]))
     return COMMITS[bool(manifests), bool(nodes), release and token is not None], params
+
+
+@lru_cache(maxsize=64)
+def _first_places(count: int) -> bytes:
+    """``1, 2, ... count`` as a ``bigint[]`` literal: the places of most batches' rows."""
+    return integer_array(range(1, count + 1))
