@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from plait import Runtime, Workflow
-from plait.store.records import RecordWrite
+from plait.core.errors import PlaitError
+from plait.store.records import LeaseOwner, RecordWrite, RunInfo
 
 try:
     import psycopg
@@ -52,27 +53,32 @@ def one_value(url: str, query: str) -> Any:
     return row[0]
 
 
-POLLED_COLUMN = ("ALTER TABLE runs ADD COLUMN polled_seq BIGINT NOT NULL DEFAULT 0",)
-"""Migration 13's column alone: this plait's commit keeps it (see ``as_of_version``)."""
+NEW_COLUMNS = ("ALTER TABLE runs ADD COLUMN polled_seq BIGINT NOT NULL DEFAULT 0,"
+               " ADD COLUMN lease_token BIGINT",)  # fmt: skip
+"""Migration 13's columns alone: this plait keeps them (see ``as_of_version``)."""
+OWNER = LeaseOwner("host-a", 1, 1)
 
 
 def as_of_version(url: str, version: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A database of schema ``version`` (11 or 12) holding the runs ``done`` (completed)
-    and ``canceled`` (its cancel journaled by another runtime mid-run), as that plait
-    left them. They are written by this plait, whose commit needs ``runs.polled_seq``
-    (migration 13): the column is there while they are written, then dropped and the
-    version set back. The rows written are the ones the older plait wrote."""
+    """A database of schema ``version`` (11 or 12) holding the runs ``done`` (completed),
+    ``canceled`` (its cancel journaled by another runtime mid-run) and ``held`` (queued,
+    its lease held by OWNER with token 1), as that plait left them. They are written by
+    this plait, which keeps ``runs.polled_seq`` and ``runs.lease_token`` (migration 13):
+    the columns are there while they are written, then dropped and the version set back.
+    The rows written are the ones the older plait wrote."""
     with monkeypatch.context() as old:
         old.setattr(
-            postgres_schema, "MIGRATIONS", (*postgres_schema.MIGRATIONS[:version], POLLED_COLUMN)
+            postgres_schema, "MIGRATIONS", (*postgres_schema.MIGRATIONS[:version], NEW_COLUMNS)
         )
         old.setattr(postgres_schema, "SCHEMA_VERSION", version + 1)
         with Runtime(url, principal="p") as rt:
             assert rt.run_sync(LOOP, {"n": 0}, run_id="done").status == "completed"
             RT["cancel"] = rt
             assert rt.run_sync(LOOP, {"n": 0}, run_id="canceled").status == "canceled"
+            rt.store.create_run(RunInfo("held", "loop", "queued", "p", None, 1, 1), {})
+            assert rt.store.acquire_lease("held", OWNER, 1, 60_000, lambda o: True) == 1
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("ALTER TABLE runs DROP COLUMN polled_seq")
+        conn.execute("ALTER TABLE runs DROP COLUMN polled_seq, DROP COLUMN lease_token")
         conn.execute("UPDATE schema_version SET version = %s", (version,))
 
 
@@ -127,12 +133,14 @@ def test_feed_records_are_kept_out_of_the_records_index_and_never_polled(
     assert index.endswith("AND (record_kind <> 'feed'::text))")
 
 
-def test_a_version_12_database_gets_each_runs_polled_seq_and_its_runs_poll_right(
+def test_a_version_12_database_gets_each_runs_polled_seq_and_lease_and_its_runs_go_on(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Migration 13 backfills ``runs.polled_seq`` from the journal: the poll after a
-    commit to an upgraded run finds the cancel journaled before the upgrade (with the
-    column left at 0 it would answer "nothing" without reading the journal)."""
+    """Migration 13 backfills ``runs.polled_seq`` from the journal and ``runs.lease_token``
+    from the held leases: the poll after a commit to an upgraded run finds the cancel
+    journaled before the upgrade (with the column left at 0 it would answer "nothing"
+    without reading the journal), and the holder of a lease taken before the upgrade
+    commits with its token (with no token copied, PLAIT-E021), a stale one still not."""
     as_of_version(postgres_url, 12, monkeypatch)
     with Runtime(postgres_url, principal="p") as rt:
         store = rt.store
@@ -146,6 +154,13 @@ def test_a_version_12_database_gets_each_runs_polled_seq_and_its_runs_poll_right
         assert store.records_after("canceled", cancel.seq - 1, POLLED_KINDS) == [cancel]
         store.commit("done", None, [RecordWrite("inbox", {"message": "hi"})])
         assert [r.kind for r in store.records_after("done", 0, POLLED_KINDS)] == ["inbox"]
+        assert one_value(postgres_url, "SELECT lease_token FROM runs WHERE run_id = 'held'") == 1
+        assert one_value(postgres_url, "SELECT lease_token FROM runs WHERE run_id = 'done'") is None
+        with pytest.raises(PlaitError) as stale:
+            store.commit("held", 2, [RecordWrite("clock", {"ms": 1})])
+        assert stale.value.code == "E021" and "host-a" in str(stale.value)
+        store.commit("held", 1, [RecordWrite("clock", {"ms": 1})], release=True)
+        assert one_value(postgres_url, "SELECT lease_token FROM runs WHERE run_id = 'held'") is None
     assert one_value(postgres_url, "SELECT version FROM schema_version") == len(
         postgres_schema.MIGRATIONS
     )
@@ -154,6 +169,6 @@ def test_a_version_12_database_gets_each_runs_polled_seq_and_its_runs_poll_right
 def test_polled_seq_follows_the_kinds_drivers_poll_for() -> None:
     """Migration 13 computed ``runs.polled_seq`` for these kinds: changing POLLED_KINDS
     needs a migration that computes it again."""
-    [backfill] = [s for s in postgres_schema.MIGRATIONS[12] if s.startswith("UPDATE")]
+    [backfill] = [s for s in postgres_schema.MIGRATIONS[12] if "polled_seq = polled" in s]
     assert POLLED_KINDS == ("cancel", "inbox")
     assert "record_kind IN ('cancel', 'inbox')" in backfill

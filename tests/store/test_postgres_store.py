@@ -559,8 +559,7 @@ def test_a_connection_plans_each_commit_statement_once_not_every_commit(
     """psycopg prepares a statement run often on a connection; the server then plans it
     for the values at hand five times and keeps its generic plan unless those plans cost
     less. A commit's plan costs the server more than running it, so the statements are
-    written for their generic plans to win (pg_commit's sub-select of the polled kinds):
-    every commit after those first ones runs on a generic plan, whatever the batch, and
+    written for their generic plans to win: every commit after those first ones runs on a generic plan, whatever the batch, and
     so does the last commit of a drive, which gives the lease up."""
     queued(pg, "r1", status="running")
     token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
@@ -577,7 +576,7 @@ def test_a_connection_plans_each_commit_statement_once_not_every_commit(
     with pg._connection() as conn:  # the one connection every call above used
         plans = conn.execute(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE 'WITH run AS MATERIALIZED%'"
+            " WHERE statement LIKE 'WITH reserved AS%'"
         ).fetchall()
     assert len(plans) == 2  # a wave's commit, a drive's last commit
     assert all(custom <= 5 and generic >= 5 for generic, custom in plans), plans

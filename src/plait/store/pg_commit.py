@@ -1,13 +1,15 @@
 """PostgreSQL's commit: a whole batch of journal writes in ONE statement (``COMMITS``).
 
-One statement is one round trip and one implicit transaction (autocommit): it locks the
-run row and, with a token, the lease row (``FOR UPDATE``), so the fencing token is
-checked in the same transaction as the writes; only when it is current does it reserve
-the seqs the batch takes (``UPDATE runs ... RETURNING``, which also applies the status
-write) and insert the journal rows, manifests and nodes numbered from them (nodes with
-``ON CONFLICT DO NOTHING`` in hash order: two commits sharing nodes cannot deadlock).
-A stale token or an unknown run writes nothing; a key already journaled fails the
-statement, which writes nothing either. This module builds the statement and its
+One statement is one round trip and one implicit transaction (autocommit): its update of
+the run row checks the fencing token against the run's held lease (``runs.lease_token``,
+which every lease write keeps in its own transaction, holding the run row's lock), so
+the check is made in the same transaction as the writes, on the row as it is when
+locked; only when the token is current does it reserve the seqs the batch takes
+(``UPDATE runs ... RETURNING``, which also applies the status write) and insert the
+journal rows, manifests and nodes numbered from them (nodes with ``ON CONFLICT DO
+NOTHING`` in hash order: two commits sharing nodes cannot deadlock). A stale token or
+an unknown run writes nothing; a key already journaled fails the statement, which
+writes nothing either. This module builds the statement and its
 parameters; ``PostgresStore.commit`` runs it and reads its answer.
 """
 
@@ -20,9 +22,6 @@ from plait.store.base import POLLED_KINDS
 from plait.store.pg_params import bytea_array, column_arrays, integer_array, text, text_array
 from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
-from plait.store.sql import LEASE_LIST
-
-_LEASE_COLUMNS = LEASE_LIST
 
 _INTEGER_COLUMNS = ("superstep", "clock_ms", "journal_bytes", "size")  # the rest are text
 _JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
@@ -36,36 +35,33 @@ _JOURNAL_ROWS = ", ".join(
     f"unnest(%(j_{c})s::{'bigint' if c in _INTEGER_COLUMNS else 'text'}[])" for c in JOURNAL_COLUMNS
 )
 # A whole commit in one statement, so one round trip and one implicit transaction
-# (autocommit): lock the run row, then (with a token) its lease row; if the token is the
-# lease's current one (or none was given), reserve the seqs the batch takes and apply the
-# status write (one UPDATE of the run row: a statement may not update a row twice); then
-# insert the journal rows, manifests and nodes (in hash order: two commits sharing nodes
-# cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
-# reserved. The answer says whether the run exists, the base (NULL: the token was not
-# current), the run's polled_seq and the lease as it was found, for PLAIT-E017/E021
-# without another query.
+# (autocommit): if the token is the run's held lease's (``runs.lease_token``, kept by
+# every lease write in the transaction that makes it; schema.py, migration 13) or none
+# was given, reserve the seqs the batch takes and apply the status write in one UPDATE
+# of the run row (which locks it: a statement may not update a row twice, and the check
+# is made again on the row as it is once a writer in flight has committed); then insert
+# the journal rows, manifests and nodes (in hash order: two commits sharing nodes cannot
+# deadlock) numbered from the reserved base; nothing is inserted when nothing was
+# reserved. The answer is the run's polled_seq, or NULL: an unknown run or a token that
+# is not current, which ``PostgresStore.commit`` tells apart afterwards.
 # The rows travel as arrays, one per column (``commit_query``), and the scalars as text,
 # all typed by the casts here, so the parameter types never depend on the write mix. The
 # inserts of manifests and nodes, and the lease's release, are in the statement only when
 # the batch has some or gives the lease up (``COMMITS``): most waves do neither, and each
 # write in a statement costs the server its set-up (the table and its indexes opened,
 # its plan nodes built) on every call.
-_COMMIT_HEAD = (
-    "WITH run AS MATERIALIZED ("
-    "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
-    " lease AS MATERIALIZED ("
-    f"  SELECT {_LEASE_COLUMNS} FROM run CROSS JOIN LATERAL (SELECT {_LEASE_COLUMNS}"
-    "   FROM leases WHERE leases.run_id = run.run_id AND %(token)s::bigint IS NOT NULL"
-    "   FOR UPDATE) l),"
-    " reserved AS ("
+_RESERVED = (
+    "WITH reserved AS ("
     "  UPDATE runs SET last_seq = last_seq + %(n)s::bigint,"
     "   status = COALESCE(%(status)s::text, status),"
     "   outcome = CASE WHEN %(status)s::text IS NULL THEN outcome ELSE %(outcome)s::text END,"
     "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms),"
-    "   polled_seq = COALESCE(last_seq + %(polled)s::bigint, polled_seq)"
-    "  WHERE run_id = %(run_id)s AND (%(token)s::bigint IS NULL OR EXISTS (SELECT 1 FROM lease"
-    "   WHERE lease.token = %(token)s::bigint AND lease.host IS NOT NULL))"
+    "   polled_seq = COALESCE(last_seq + %(polled)s::bigint, polled_seq){release}"
+    "  WHERE run_id = %(run_id)s"
+    "   AND (%(token)s::bigint IS NULL OR lease_token = %(token)s::bigint)"
     "  RETURNING last_seq - %(n)s::bigint AS base, polled_seq),"
+)
+_JOURNAL_INSERT = (
     " journal_rows AS ("
     f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
     f"  SELECT %(run_id)s, reserved.base + unnest(%(j_pos)s::bigint[]), {_JOURNAL_ROWS}"
@@ -84,23 +80,18 @@ _NODE_ROWS = (
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
 )
 _RELEASED = (
-    # The end of a drive gives the lease up with its last commit (``release``).
+    # The end of a drive gives the lease up with its last commit (``release``): the run
+    # row (its lease_token, in ``reserved``), then the lease row.
     " released AS ("
     "  UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
     "  WHERE run_id = %(run_id)s AND token = %(token)s::bigint"
     "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved)),"
 )
 _ANSWER = (
-    # Whether the run exists, the base (NULL: the token was not current), the run's
-    # polled_seq with this batch (the last record a driver polls for between waves: the
-    # poll after this commit needs no round trip of its own; schema.py, migration 13),
-    # and the lease as it was found.
-    # In this order: the run row is locked (``run``) before ``reserved`` updates it,
-    # also when no lease is read.
-    " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
-    " (SELECT polled_seq FROM reserved),"
-    f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
-    " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
+    # The run's polled_seq with this batch (the last record a driver polls for between
+    # waves: the poll after this commit needs no round trip of its own; schema.py,
+    # migration 13); NULL when nothing was reserved.
+    " SELECT (SELECT polled_seq FROM reserved)"
 )
 _PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "polled",
            *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
@@ -127,7 +118,8 @@ def _commit_statement(manifests: bool, nodes: bool, release: bool) -> Statement:
     """The commit statement for a batch with manifests?, with nodes?, giving the lease
     up?, prepared under a name of its own."""
     text = (
-        _COMMIT_HEAD
+        _RESERVED.format(release=",   lease_token = NULL" if release else "")
+        + _JOURNAL_INSERT
         + (_MANIFEST_ROWS if manifests else "")
         + (_NODE_ROWS if nodes else "")
         + (_RELEASED if release else "")

@@ -36,7 +36,6 @@ from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from plait.core.canonical import JSON
@@ -101,7 +100,9 @@ _INSERT_RUN = (
 # with token 1. A lease row already there fails the statement (``leases_pkey``).
 _CREATE_RUN = (
     "WITH new_run AS ("
-    f" INSERT INTO runs ({sql.RUN_LIST}) VALUES ({', '.join(f'%({c})s' for c in RUN_COLUMNS)})"
+    f" INSERT INTO runs ({sql.RUN_LIST}, lease_token)"
+    f" VALUES ({', '.join(f'%({c})s' for c in RUN_COLUMNS)},"
+    "  CASE WHEN %(leased)s::boolean THEN 1 END)"
     "  ON CONFLICT (run_id) DO NOTHING RETURNING run_id),"
     " manifest_row AS (INSERT INTO manifests (run_id, seq, payload)"
     "  SELECT run_id, 0, %(payload)s FROM new_run),"
@@ -120,6 +121,26 @@ _INSERT_NODES = (
     "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
 )
 _LEASE_COLUMNS = sql.LEASE_LIST
+# ``sql.UPSERT_LEASE`` and the run row's copy of the held token (``runs.lease_token``, which
+# the commit checks), in one statement; the caller holds the run row's lock already.
+_UPSERT_LEASE = (
+    f"WITH lease AS ({POSTGRES.q(sql.UPSERT_LEASE)} RETURNING token)"
+    " UPDATE runs SET lease_token = (SELECT token FROM lease) WHERE run_id = %s"
+)
+# Give the lease up: the run row's copy of the token first (locks are taken run row ->
+# lease row), then the lease row, both only when ``token`` is the held one.
+_RELEASE_LEASE = (
+    "WITH run AS (UPDATE runs SET lease_token = NULL"
+    "  WHERE run_id = %(run_id)s AND lease_token = %(token)s RETURNING run_id)"
+    " UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
+    " WHERE run_id = (SELECT run_id FROM run) AND token = %(token)s AND host IS NOT NULL"
+)
+# What a commit that wrote nothing found: whether the run exists, and its lease.
+_RUN_AND_LEASE = (
+    f"SELECT r.run_id, {_LEASE_COLUMNS} FROM (SELECT %s::text AS run_id) AS asked"
+    " LEFT JOIN runs r ON r.run_id = asked.run_id"
+    " LEFT JOIN leases l ON l.run_id = asked.run_id"
+)
 _INSERT_MANIFEST = POSTGRES.q(sql.INSERT_MANIFEST)
 
 # Lock the run row, then its lease row (always in that order), without writing either.
@@ -361,7 +382,7 @@ class PostgresStore:
 
     def release_lease(self, run_id: str, token: int) -> None:
         with self._connection(f"releasing the lease of run '{run_id}'") as conn:
-            sql.release_lease(conn, POSTGRES, run_id, token)
+            conn.execute(_RELEASE_LEASE, {"run_id": run_id, "token": token})
 
     def claim_runnable(
         self,
@@ -647,8 +668,9 @@ class PostgresStore:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
                 encoding = self._prepared.encoding(conn)
                 statement, params = commit_query(run_id, token, ops, nodes, encoding, release)
-                answer = self._prepared.run(conn, statement, params)
-                row = [answer.get_value(0, column) for column in range(3)]
+                polled = self._prepared.run(conn, statement, params).get_value(0, 0)
+                if polled is None:  # nothing was written: which of E017, E021
+                    found = conn.execute(_RUN_AND_LEASE, (run_id,)).fetchone()
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
@@ -657,15 +679,14 @@ class PostgresStore:
             ):
                 raise self._duplicate(run_id, ops, exc) from cause
             raise
-        if row[0] != b"t":
-            raise unknown_run(run_id)
-        if row[1] is None:  # the token was not current: nothing was written
-            assert token is not None
-            raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer, encoding)))
+        if polled is None:
+            if found is None or found[0] is None or token is None:
+                raise unknown_run(run_id)
+            raise stale_token(run_id, token, sql.lease_from(found[1:]))
         self._nodes.remember(nodes)
         if len(self._polled_at_commit) >= sql.WATCH_LIMIT:
             self._polled_at_commit.clear()  # runs committed to here but never polled
-        self._polled_at_commit[run_id] = int(row[2])
+        self._polled_at_commit[run_id] = int(polled)
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         """``Store.load_journal`` in one round trip, also when there is nothing to read (a
@@ -859,15 +880,6 @@ class _Borrowed:
             raise error from exc
 
 
-def _lease_columns(answer: pq.abc.PGresult, encoding: str) -> tuple[str | int | None, ...]:
-    """The lease as the commit's answer found it (its last columns, as text in the
-    connection's ``encoding``): host, then pid, started_ms, token and expires_ms as
-    integers."""
-    values = [answer.get_value(0, column) for column in range(3, 8)]
-    host = None if values[0] is None else values[0].decode(encoding)
-    return (host, *(None if value is None else int(value) for value in values[1:]))
-
-
 def _among_polled(kinds: Sequence[str]) -> bool:
     """Every kind in ``kinds`` is one a run's ``polled_seq`` follows (the driver's
     ``POLLED_KINDS`` themselves, most often)."""
@@ -901,7 +913,7 @@ def _take_lease(
         token = may_take_over(run_id, sql.lease_from(row[1:]), owner, now_ms, owner_alive)
     except PlaitError:
         return None
-    sql.upsert_lease(conn, POSTGRES, run_id, owner, token, now_ms + ttl_ms)
+    _upsert_lease(conn, run_id, owner, token, now_ms + ttl_ms)
     return token
 
 
@@ -941,5 +953,16 @@ def _lease_for(conn: Connection, run_id: str, claim: LeaseClaim) -> int:
         raise unknown_run(run_id)
     current = sql.lease_from(row[1:])
     token = may_take_over(run_id, current, claim.owner, claim.now_ms, claim.owner_alive)
-    sql.upsert_lease(conn, POSTGRES, run_id, claim.owner, token, claim.now_ms + claim.ttl_ms)
+    _upsert_lease(conn, run_id, claim.owner, token, claim.now_ms + claim.ttl_ms)
     return token
+
+
+def _upsert_lease(
+    conn: Connection, run_id: str, owner: LeaseOwner, token: int, expires_ms: int
+) -> None:
+    """``sql.upsert_lease``, and the run row's ``lease_token`` with it (the run row locked
+    by the caller)."""
+    conn.execute(
+        _UPSERT_LEASE,
+        (run_id, owner.host, owner.pid, owner.started_ms, token, expires_ms, run_id),
+    )
