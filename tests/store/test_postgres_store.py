@@ -462,6 +462,57 @@ def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(
     assert taken == [first + 1]
 
 
+def test_every_lease_write_keeps_the_run_rows_copy_of_the_held_token(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """A commit checks its token on ``runs.lease_token`` alone: after every way a lease
+    is taken or given up, the copy is the held lease's token (NULL when none is held),
+    and a commit under the token it names passes while the previous one is refused."""
+
+    def disagreeing() -> list[tuple[str, object, object]]:
+        with psycopg.connect(postgres_url) as conn:
+            return conn.execute(
+                "SELECT r.run_id, r.lease_token, l.token FROM runs r"
+                " LEFT JOIN leases l ON l.run_id = r.run_id"
+                " WHERE r.lease_token IS DISTINCT FROM"
+                " CASE WHEN l.host IS NOT NULL THEN l.token END"
+            ).fetchall()
+
+    def fenced(run_id: str, current: int | None, spent: int) -> None:
+        assert disagreeing() == []
+        assert error_of(lambda: pg.commit(run_id, spent, [RecordWrite("clock", {})])).code == (
+            "E021"
+        )
+        if current is not None:
+            pg.commit(run_id, current, [RecordWrite("clock", {})])
+
+    claim = LeaseClaim(WORKER_A, 0, TTL, lambda o: True)
+    assert pg.create_run(RunInfo("made", "wf", "running", "a", None, 1, 1), {}, lease=claim) == 1
+    fenced("made", 1, 2)
+    pg.create_run(RunInfo("turn", "wf", "running", "a", None, 1, 1), {}, "chat", lease=claim)
+    fenced("turn", 1, 2)
+    queued(pg, "r1", status="running")
+    token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+    fenced("r1", token, token + 1)
+    taken = pg.acquire_lease("r1", WORKER_B, TTL, TTL, lambda o: True)  # expired: taken over
+    fenced("r1", taken, token)
+    pg.release_lease("r1", taken)
+    fenced("r1", None, taken)
+    queued(pg, "q1")
+    assert ("q1", 1) in pg.claim_work(WORKER_A, 0, TTL, limit=9)  # r1 too: released
+    fenced("q1", 1, 2)
+    queued(pg, "q2")
+    assert pg.claim_leases(WORKER_B, 0, TTL, limit=1) == [("q2", 1)]
+    fenced("q2", 1, 2)
+    pg.commit("q2", 1, [RecordWrite("clock", {})], release=True)
+    fenced("q2", None, 1)
+    orphan = pg.acquire_lease("r1", WORKER_A, 2 * TTL, TTL, lambda o: True)
+    gone = LeaseOwner(WORKER_A.host, WORKER_A.pid + 1, 1)  # another process of this host
+    claimed_all = pg.claim_work(gone, 2 * TTL, TTL, limit=9, owner_alive=lambda o: o != WORKER_A)
+    assert ("r1", orphan + 1) in claimed_all  # its holder's process is gone: taken at once
+    fenced("r1", orphan + 1, orphan)
+
+
 def test_commits_racing_a_takeover_never_land_after_it(postgres_url: str) -> None:
     setup = PostgresStore(postgres_url)
     queued(setup, "r1", status="running")

@@ -8,10 +8,15 @@ Theory of operation:
 
 - Every write is one transaction. ``commit`` is ONE statement (``pg_commit.py``), sent
   in one round trip: the fencing token is checked in the same transaction as the writes,
-  and a stale token (PLAIT-E021, naming the holder) or an unknown run (PLAIT-E017)
-  writes nothing; neither does a key already journaled.
-- Locks are always taken in the order run row -> lease row (``renew``/``release`` take
-  only the lease row), so no two plait transactions wait on each other in a cycle.
+  on the run row (``runs.lease_token``, a copy of the held lease's token that every lease
+  write below keeps in its own transaction), and a stale token (PLAIT-E021, naming the
+  holder) or an unknown run (PLAIT-E017) writes nothing; neither does a key already
+  journaled.
+- Locks are always taken in the order run row -> lease row (``renew`` takes only the
+  lease row, and changes neither its token nor its holder), so no two plait transactions
+  wait on each other in a cycle, and every change of a lease's token or holder holds the
+  run row's lock: a commit checking the token waits for it, then checks the row as it
+  was left.
 - ``claim_work`` picks runnable runs whose lease is free or expired with
   ``FOR UPDATE SKIP LOCKED`` and takes their leases in the same transaction: concurrent
   workers never claim a run twice and never wait on each other.
