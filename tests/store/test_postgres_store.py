@@ -610,8 +610,9 @@ def test_a_connection_plans_each_commit_statement_once_not_every_commit(
     """psycopg prepares a statement run often on a connection; the server then plans it
     for the values at hand five times and keeps its generic plan unless those plans cost
     less. A commit's plan costs the server more than running it, so the statements are
-    written for their generic plans to win: every commit after those first ones runs on a generic plan, whatever the batch, and
-    so does the last commit of a drive, which gives the lease up."""
+    written for their generic plans to win: every commit after those first ones runs on
+    a generic plan, whatever the batch, and so does the last commit of a drive, which
+    gives the lease up."""
     queued(pg, "r1", status="running")
     token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
     for number in range(20):  # batches of one row and of three, with and without a token
