@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from plait import Runtime, Workflow
 from plait.core.canonical import dumpb
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
@@ -461,6 +462,57 @@ def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(
     assert taken == [first + 1]
 
 
+def test_every_lease_write_keeps_the_run_rows_copy_of_the_held_token(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """A commit checks its token on ``runs.lease_token`` alone: after every way a lease
+    is taken or given up, the copy is the held lease's token (NULL when none is held),
+    and a commit under the token it names passes while the previous one is refused."""
+
+    def disagreeing() -> list[tuple[str, object, object]]:
+        with psycopg.connect(postgres_url) as conn:
+            return conn.execute(
+                "SELECT r.run_id, r.lease_token, l.token FROM runs r"
+                " LEFT JOIN leases l ON l.run_id = r.run_id"
+                " WHERE r.lease_token IS DISTINCT FROM"
+                " CASE WHEN l.host IS NOT NULL THEN l.token END"
+            ).fetchall()
+
+    def fenced(run_id: str, current: int | None, spent: int) -> None:
+        assert disagreeing() == []
+        assert error_of(lambda: pg.commit(run_id, spent, [RecordWrite("clock", {})])).code == (
+            "E021"
+        )
+        if current is not None:
+            pg.commit(run_id, current, [RecordWrite("clock", {})])
+
+    claim = LeaseClaim(WORKER_A, 0, TTL, lambda o: True)
+    assert pg.create_run(RunInfo("made", "wf", "running", "a", None, 1, 1), {}, lease=claim) == 1
+    fenced("made", 1, 2)
+    pg.create_run(RunInfo("turn", "wf", "running", "a", None, 1, 1), {}, "chat", lease=claim)
+    fenced("turn", 1, 2)
+    queued(pg, "r1", status="running")
+    token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
+    fenced("r1", token, token + 1)
+    taken = pg.acquire_lease("r1", WORKER_B, TTL, TTL, lambda o: True)  # expired: taken over
+    fenced("r1", taken, token)
+    pg.release_lease("r1", taken)
+    fenced("r1", None, taken)
+    queued(pg, "q1")
+    assert ("q1", 1) in pg.claim_work(WORKER_A, 0, TTL, limit=9)  # r1 too: released
+    fenced("q1", 1, 2)
+    queued(pg, "q2")
+    assert pg.claim_leases(WORKER_B, 0, TTL, limit=1) == [("q2", 1)]
+    fenced("q2", 1, 2)
+    pg.commit("q2", 1, [RecordWrite("clock", {})], release=True)
+    fenced("q2", None, 1)
+    orphan = pg.acquire_lease("r1", WORKER_A, 2 * TTL, TTL, lambda o: True)
+    gone = LeaseOwner(WORKER_A.host, WORKER_A.pid + 1, 1)  # another process of this host
+    claimed_all = pg.claim_work(gone, 2 * TTL, TTL, limit=9, owner_alive=lambda o: o != WORKER_A)
+    assert ("r1", orphan + 1) in claimed_all  # its holder's process is gone: taken at once
+    fenced("r1", orphan + 1, orphan)
+
+
 def test_commits_racing_a_takeover_never_land_after_it(postgres_url: str) -> None:
     setup = PostgresStore(postgres_url)
     queued(setup, "r1", status="running")
@@ -546,7 +598,7 @@ def test_the_poll_after_a_commit_is_answered_by_that_commit(
         pg.commit("r1", None, [feed])  # after the inbox: its poll finds it
         assert pg.records_after("r1", 4, kinds) == [Record(6, "inbox", {"message": "hi"})]
         pg.commit("r1", None, [RecordWrite("cancel", {"by": "carol", "reason": "c"})])
-        found = pg.records_after("r1", 6, kinds)  # its own cancel: not in its own snapshot
+        found = pg.records_after("r1", 6, kinds)  # its own cancel: its commit's answer has it
         assert found == [Record(8, "cancel", {"by": "carol", "reason": "c"})]
     finally:
         other.close()
@@ -558,9 +610,9 @@ def test_a_connection_plans_each_commit_statement_once_not_every_commit(
     """psycopg prepares a statement run often on a connection; the server then plans it
     for the values at hand five times and keeps its generic plan unless those plans cost
     less. A commit's plan costs the server more than running it, so the statements are
-    written for their generic plans to win (pg_commit's sub-select of the polled kinds):
-    every commit after those first ones runs on a generic plan, whatever the batch, and
-    so does the last commit of a drive, which gives the lease up."""
+    written for their generic plans to win: every commit after those first ones runs on
+    a generic plan, whatever the batch, and so does the last commit of a drive, which
+    gives the lease up."""
     queued(pg, "r1", status="running")
     token = pg.acquire_lease("r1", WORKER_A, 0, TTL, lambda o: True)
     for number in range(20):  # batches of one row and of three, with and without a token
@@ -576,7 +628,7 @@ def test_a_connection_plans_each_commit_statement_once_not_every_commit(
     with pg._connection() as conn:  # the one connection every call above used
         plans = conn.execute(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE 'WITH run AS MATERIALIZED%'"
+            " WHERE statement LIKE 'WITH reserved AS%'"
         ).fetchall()
     assert len(plans) == 2  # a wave's commit, a drive's last commit
     assert all(custom <= 5 and generic >= 5 for generic, custom in plans), plans
@@ -816,6 +868,54 @@ def test_a_drives_first_poll_is_answered_by_its_first_commit(
     sent = count_statements(monkeypatch)
     assert pg.records_after("r1", 0, POLLED_KINDS) == []
     assert sent == []
+
+
+def test_records_the_driver_does_not_poll_for_cost_its_poll_no_statement(
+    pg: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit answers the poll from the run's ``polled_seq``, which only records of
+    the polled kinds move: an answer, a clock or a feed journaled by anyone leaves the
+    driver's poll without a round trip; an inbox message journaled by another store
+    between two waves is found after the next one."""
+    queued(pg, "r1", status="running")
+    other = PostgresStore(postgres_url)
+    try:
+        other.commit("r1", None, [RecordWrite("answer", {"ask_id": "a1", "by": "bob"})])
+        pg.commit("r1", None, [RecordWrite("feed", {"events": []}), RecordWrite("clock", {})])
+        sent = count_statements(monkeypatch)
+        assert pg.records_after("r1", 0, POLLED_KINDS) == []
+        assert sent == []
+        other.commit("r1", None, [RecordWrite("inbox", {"message": "hi"})])
+        pg.commit("r1", None, [RecordWrite("feed", {"events": []})])
+        assert pg.records_after("r1", 3, POLLED_KINDS) == [Record(4, "inbox", {"message": "hi"})]
+        assert sent[:2] == ["plait_commit_000"] * 2 and len(sent) == 3  # two commits, a read
+    finally:
+        other.close()
+
+
+def test_a_cancel_sent_through_another_store_mid_run_is_seen_by_the_driver(
+    postgres_url: str,
+) -> None:
+    """The driver's poll after each wave trusts its commit's ``polled_seq``: a cancel
+    another runtime (its own store and connections) journals while a tool runs moves it,
+    and the run stops at the next wave."""
+    steps: list[int] = []
+
+    def step(n: int = 0) -> dict[str, Any]:
+        steps.append(n)
+        if n == 2:
+            with Runtime(postgres_url, principal="ops") as elsewhere:
+                elsewhere.cancel("r1", reason="stop", by="ops")
+        return {"n": n + 1}
+
+    loop = (
+        Workflow.new("loop")
+        .node("step", tool=step)
+        .edge("step", "step", when="n < 10", max_cycles=20)
+    )
+    with Runtime(postgres_url, principal="p") as rt:
+        assert rt.run_sync(loop, {"n": 0}, run_id="r1").status == "canceled"
+    assert steps[:3] == [0, 1, 2] and len(steps) < 10
 
 
 def test_manifests_of_one_workflow_read_their_shared_nodes_once(

@@ -36,7 +36,8 @@ PG_CLAIM_WORK = (
 # picks (locked, others' skipped), their leases taken by the lease rule for a claimant that
 # cannot tell a holder is gone (``lease.may_take_over`` with ``never_dead``: no lease row ->
 # token 1; released or expired -> the next token; a live holder keeps it), and the claimed
-# runs marked as PG_CLAIMED does. The rule is applied by the upsert to the lease row as it
+# runs marked as PG_CLAIMED does, with the token they now hold (``runs.lease_token``, which
+# a commit checks). The rule is applied by the upsert to the lease row as it
 # is NOW, not as the statement's snapshot saw it: ``ON CONFLICT`` locks the current row
 # (waiting for a writer still in flight) and its ``WHERE`` decides; a run whose lease was
 # taken, renewed or created meanwhile returns no token and is not claimed.
@@ -55,7 +56,8 @@ PG_CLAIM_AND_LEASE = (
     " marked AS ("
     "  UPDATE runs SET wake_ms = NULL, status = CASE WHEN status IN"
     "   ('queued', 'parked', 'budget_exhausted') THEN 'running' ELSE status END,"
-    "   updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %(now)s ELSE updated_ms END"
+    "   updated_ms = CASE WHEN status IN ('queued', 'parked') THEN %(now)s ELSE updated_ms END,"
+    "   lease_token = (SELECT token FROM leased WHERE leased.run_id = runs.run_id)"
     "  WHERE run_id IN (SELECT run_id FROM leased))"
     " SELECT l.run_id, l.token FROM leased l JOIN picked p ON p.run_id = l.run_id"
     " ORDER BY p.created_ms, p.row_order"

@@ -1,13 +1,15 @@
 """PostgreSQL's commit: a whole batch of journal writes in ONE statement (``COMMITS``).
 
-One statement is one round trip and one implicit transaction (autocommit): it locks the
-run row and, with a token, the lease row (``FOR UPDATE``), so the fencing token is
-checked in the same transaction as the writes; only when it is current does it reserve
-the seqs the batch takes (``UPDATE runs ... RETURNING``, which also applies the status
-write) and insert the journal rows, manifests and nodes numbered from them (nodes with
-``ON CONFLICT DO NOTHING`` in hash order: two commits sharing nodes cannot deadlock).
-A stale token or an unknown run writes nothing; a key already journaled fails the
-statement, which writes nothing either. This module builds the statement and its
+One statement is one round trip and one implicit transaction (autocommit): its update of
+the run row checks the fencing token against the run's held lease (``runs.lease_token``,
+which every lease write keeps in its own transaction, holding the run row's lock), so
+the check is made in the same transaction as the writes, on the row as it is when
+locked; only when the token is current does it reserve the seqs the batch takes
+(``UPDATE runs ... RETURNING``, which also applies the status write) and insert the
+journal rows, manifests and nodes numbered from them (nodes with ``ON CONFLICT DO
+NOTHING`` in hash order: two commits sharing nodes cannot deadlock). A stale token or
+an unknown run writes nothing; a key already journaled fails the statement, which
+writes nothing either. This module builds the statement and its
 parameters; ``PostgresStore.commit`` runs it and reads its answer.
 """
 
@@ -16,62 +18,60 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from plait.store.pg_params import bytea_array, column_arrays, text, text_array
+from plait.store.base import POLLED_KINDS
+from plait.store.pg_params import bytea_array, column_arrays, integer_array, text, text_array
 from plait.store.pg_prepared import Statement
 from plait.store.rows import JOURNAL_COLUMNS, Row
-from plait.store.sql import LEASE_LIST
-
-_LEASE_COLUMNS = LEASE_LIST
 
 _INTEGER_COLUMNS = ("superstep", "clock_ms", "journal_bytes", "size")  # the rest are text
 _JOURNAL_KEYS = ("pos", *JOURNAL_COLUMNS)
-_JOURNAL_ROWS = (  # a batch's journal rows as ``commit_query`` sends them: a column each
-    "unnest("
-    + ", ".join(
-        f"%(j_{c})s::{'bigint' if c == 'pos' or c in _INTEGER_COLUMNS else 'text'}[]"
-        for c in _JOURNAL_KEYS
-    )
-    + f") AS w ({', '.join(_JOURNAL_KEYS)})"
+# A batch's journal rows as ``commit_query`` sends them, an array per column, unnested in
+# the select list: the server steps through the arrays together (ProjectSet), where
+# ``unnest(...)`` in FROM (ROWS FROM) copies each array's elements into a tuplestore of its
+# own and builds a row type per array on every call (about 40 k of 640 k server
+# instructions a commit). Arrays of different lengths would be padded with NULLs either
+# way; a batch's are all as long.
+_JOURNAL_ROWS = ", ".join(
+    f"unnest(%(j_{c})s::{'bigint' if c in _INTEGER_COLUMNS else 'text'}[])" for c in JOURNAL_COLUMNS
 )
 # A whole commit in one statement, so one round trip and one implicit transaction
-# (autocommit): lock the run row, then (with a token) its lease row; if the token is the
-# lease's current one (or none was given), reserve the seqs the batch takes and apply the
-# status write (one UPDATE of the run row: a statement may not update a row twice); then
-# insert the journal rows, manifests and nodes (in hash order: two commits sharing nodes
-# cannot deadlock) numbered from the reserved base; nothing is inserted when nothing was
-# reserved. The answer says whether the run exists, the base (NULL: the token was not
-# current) and the lease as it was found, for PLAIT-E017/E021 without another query.
+# (autocommit): if the token is the run's held lease's (``runs.lease_token``, kept by
+# every lease write in the transaction that makes it; schema.py, migration 13) or none
+# was given, reserve the seqs the batch takes and apply the status write in one UPDATE
+# of the run row (which locks it: a statement may not update a row twice, and the check
+# is made again on the row as it is once a writer in flight has committed); then insert
+# the journal rows, manifests and nodes (in hash order: two commits sharing nodes cannot
+# deadlock) numbered from the reserved base; nothing is inserted when nothing was
+# reserved. The answer is the run's polled_seq, or NULL: an unknown run or a token that
+# is not current, which ``PostgresStore.commit`` tells apart afterwards.
 # The rows travel as arrays, one per column (``commit_query``), and the scalars as text,
 # all typed by the casts here, so the parameter types never depend on the write mix. The
 # inserts of manifests and nodes, and the lease's release, are in the statement only when
 # the batch has some or gives the lease up (``COMMITS``): most waves do neither, and each
 # write in a statement costs the server its set-up (the table and its indexes opened,
 # its plan nodes built) on every call.
-_COMMIT_HEAD = (
-    "WITH run AS MATERIALIZED ("
-    "  SELECT run_id FROM runs WHERE run_id = %(run_id)s FOR UPDATE),"
-    " lease AS MATERIALIZED ("
-    f"  SELECT {_LEASE_COLUMNS} FROM run CROSS JOIN LATERAL (SELECT {_LEASE_COLUMNS}"
-    "   FROM leases WHERE leases.run_id = run.run_id AND %(token)s::bigint IS NOT NULL"
-    "   FOR UPDATE) l),"
-    " reserved AS ("
+_RESERVED = (
+    "WITH reserved AS ("
     "  UPDATE runs SET last_seq = last_seq + %(n)s::bigint,"
     "   status = COALESCE(%(status)s::text, status),"
     "   outcome = CASE WHEN %(status)s::text IS NULL THEN outcome ELSE %(outcome)s::text END,"
-    "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms)"
-    "  WHERE run_id = %(run_id)s AND (%(token)s::bigint IS NULL OR EXISTS (SELECT 1 FROM lease"
-    "   WHERE lease.token = %(token)s::bigint AND lease.host IS NOT NULL))"
-    "  RETURNING last_seq - %(n)s::bigint AS base),"
+    "   updated_ms = COALESCE(%(updated_ms)s::bigint, updated_ms),"
+    "   polled_seq = COALESCE(last_seq + %(polled)s::bigint, polled_seq){release}"
+    "  WHERE run_id = %(run_id)s"
+    "   AND (%(token)s::bigint IS NULL OR lease_token = %(token)s::bigint)"
+    "  RETURNING last_seq - %(n)s::bigint AS base, polled_seq),"
+)
+_JOURNAL_INSERT = (
     " journal_rows AS ("
     f"  INSERT INTO journal (run_id, seq, {', '.join(JOURNAL_COLUMNS)})"
-    f"  SELECT %(run_id)s, reserved.base + w.pos, {', '.join('w.' + c for c in JOURNAL_COLUMNS)}"
-    f"  FROM reserved CROSS JOIN {_JOURNAL_ROWS}),"
+    f"  SELECT %(run_id)s, reserved.base + unnest(%(j_pos)s::bigint[]), {_JOURNAL_ROWS}"
+    "  FROM reserved),"
 )
 _MANIFEST_ROWS = (
     " manifest_rows AS ("
     "  INSERT INTO manifests (run_id, seq, payload)"
-    "  SELECT %(run_id)s, reserved.base + m.pos, m.payload FROM reserved"
-    "  CROSS JOIN unnest(%(m_pos)s::bigint[], %(m_payload)s::text[]) AS m (pos, payload)),"
+    "  SELECT %(run_id)s, reserved.base + unnest(%(m_pos)s::bigint[]),"
+    "  unnest(%(m_payload)s::text[]) FROM reserved),"
 )
 _NODE_ROWS = (
     " node_rows AS ("
@@ -80,37 +80,27 @@ _NODE_ROWS = (
     "  ORDER BY n.hash ON CONFLICT (hash) DO NOTHING),"
 )
 _RELEASED = (
-    # The end of a drive gives the lease up with its last commit (``release``).
+    # The end of a drive gives the lease up with its last commit (``release``): the run
+    # row (its lease_token, in ``reserved``), then the lease row.
     " released AS ("
     "  UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
     "  WHERE run_id = %(run_id)s AND token = %(token)s::bigint"
     "   AND host IS NOT NULL AND EXISTS (SELECT 1 FROM reserved)),"
 )
 _ANSWER = (
-    " SELECT EXISTS (SELECT 1 FROM run), (SELECT base FROM reserved),"
-    # The last record of the kinds a driver polls for between waves (records_after), as
-    # of this statement: the poll after the commit needs no round trip of its own. One
-    # backward step of the ``journal_records`` index per kind, however long the run. The
-    # kinds are read through a sub-select so that the planner estimates their number the
-    # same whether it knows the parameter or not: a plan made for the values at hand then
-    # costs no less than the generic one, which PostgreSQL keeps using for the prepared
-    # statement instead of planning every commit again (a plan costs more server time
-    # than the statement's execution).
-    "  (SELECT max(last.seq) FROM unnest((SELECT %(watched)s::text[])) AS k (kind)"
-    "   CROSS JOIN LATERAL (SELECT seq FROM journal WHERE run_id = %(run_id)s"
-    "   AND item = 'record' AND record_kind <> 'feed' AND record_kind = k.kind"
-    "   ORDER BY seq DESC LIMIT 1) last),"
-    f" {', '.join('l.' + c for c in _LEASE_COLUMNS.split(', '))}"
-    " FROM (VALUES (1)) AS one (x) LEFT JOIN lease l ON true"
+    # The run's polled_seq with this batch (the last record a driver polls for between
+    # waves: the poll after this commit needs no round trip of its own; schema.py,
+    # migration 13); NULL when nothing was reserved.
+    " SELECT (SELECT polled_seq FROM reserved)"
 )
-_PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "watched",
+_PARAMS = ("run_id", "token", "n", "status", "outcome", "updated_ms", "polled",
            *(f"j_{c}" for c in _JOURNAL_KEYS))  # fmt: skip
 _MANIFEST_PARAMS = ("m_pos", "m_payload")
 _NODE_PARAMS = ("hash", "data")
-_JOURNAL_INTEGERS = tuple(c == "pos" or c in _INTEGER_COLUMNS for c in _JOURNAL_KEYS)
+_JOURNAL_INTEGERS = tuple(c in _INTEGER_COLUMNS for c in JOURNAL_COLUMNS)
 _MANIFEST_INTEGERS = (True, False)
-_BINARY = {"watched", "m_payload", "hash", "data"} | {
-    f"j_{c}" for c, integer in zip(_JOURNAL_KEYS, _JOURNAL_INTEGERS, strict=True) if not integer
+_BINARY = {"m_payload", "hash", "data"} | {
+    f"j_{c}" for c, integer in zip(JOURNAL_COLUMNS, _JOURNAL_INTEGERS, strict=True) if not integer
 }
 """The parameters sent in binary (``pg_params``: arrays of texts and of bytes)."""
 
@@ -128,7 +118,8 @@ def _commit_statement(manifests: bool, nodes: bool, release: bool) -> Statement:
     """The commit statement for a batch with manifests?, with nodes?, giving the lease
     up?, prepared under a name of its own."""
     text = (
-        _COMMIT_HEAD
+        _RESERVED.format(release=",   lease_token = NULL" if release else "")
+        + _JOURNAL_INSERT
         + (_MANIFEST_ROWS if manifests else "")
         + (_NODE_ROWS if nodes else "")
         + (_RELEASED if release else "")
@@ -156,17 +147,17 @@ def commit_query(
     token: int | None,
     ops: Sequence[Row],
     nodes: dict[str, bytes],
-    watched: tuple[str, ...],
     encoding: str,
     release: bool = False,
 ) -> tuple[Statement, list[bytes | None]]:
     """The statement (``COMMITS``) and its parameters, in order and as libpq sends them
-    (``encoding``: the connection's), for the rows ``write_row`` made, in write order;
-    ``watched``: the record kinds the answer reports the last seq of.
+    (``encoding``: the connection's), for the rows ``write_row`` made, in write order.
 
     Journal rows and manifest supersessions take the batch's seqs in turn (``pos``
     1, 2, ... added to the reserved base); status writes take none, and the last one is
-    the one that counts (each sets the whole status, outcome and update time). Journal
+    the one that counts (each sets the whole status, outcome and update time). The
+    batch's last record of a kind in ``POLLED_KINDS`` moves the run's ``polled_seq`` to
+    its seq (``polled``: its ``pos``, NULL for none). Journal
     rows and manifests go as one array per column (``unnest``; ``pg_params``: texts and
     bytes binary, integers as literals), so the parameters' types do not depend on the
     write mix. Arrays rather than one JSON document: the server reads an array once,
@@ -175,18 +166,24 @@ def commit_query(
     statement.
     """
     journal: list[Row] = []
+    places: list[int] = []  # each journal row's pos
     manifests: list[Row] = []
     status: Row = (None, None, None)
     taken = 0
+    polled = None
     for op in ops:
-        if op[0] == "status":
+        item = op[0]
+        if item == "status":
             status = op[1:]
             continue
         taken += 1
-        if op[0] == "manifest":
+        if item == "manifest":
             manifests.append((taken, op[1]))
-        else:
-            journal.append((taken, *op))
+            continue
+        journal.append(op)
+        places.append(taken)
+        if item == "record" and op[3] in POLLED_KINDS:
+            polled = taken
     params = [
         text(run_id, encoding),
         None if token is None else str(token).encode(),
@@ -194,7 +191,9 @@ def commit_query(
         None if status[0] is None else text(status[0], encoding),
         None if status[1] is None else text(status[1], encoding),
         None if status[2] is None else str(status[2]).encode(),
-        _kinds_array(watched, encoding),
+        None if polled is None else str(polled).encode(),
+        # 1, 2, ... n unless manifests took places between the journal's rows
+        _first_places(len(journal)) if len(journal) == taken else integer_array(places),
         *column_arrays(journal, _JOURNAL_INTEGERS, encoding),
     ]
     if manifests:
@@ -206,6 +205,6 @@ def commit_query(
 
 
 @lru_cache(maxsize=64)
-def _kinds_array(watched: tuple[str, ...], encoding: str) -> bytes:
-    """The polled kinds as a ``text[]``: the same few tuples for every commit."""
-    return text_array(watched, encoding)
+def _first_places(count: int) -> bytes:
+    """``1, 2, ... count`` as a ``bigint[]`` literal: the places of most batches' rows."""
+    return integer_array(range(1, count + 1))

@@ -14,7 +14,7 @@ it (libpq would cut a text parameter short at its first NUL).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -56,8 +56,7 @@ def column_arrays(
     arrays = []
     for column, integer in zip(zip(*rows, strict=True), integers, strict=True):
         if integer:
-            literal = ",".join(["NULL" if item is None else str(item) for item in column])
-            arrays.append(("{" + literal + "}").encode())
+            arrays.append(integer_array(column))
             continue
         parts = [head]
         for item in column:
@@ -70,6 +69,13 @@ def column_arrays(
             parts += (pack(len(data)), data)
         arrays.append(b"".join(parts))
     return arrays
+
+
+def integer_array(items: Iterable[int | None]) -> bytes:
+    """``items`` as a ``bigint[]`` literal (None a null element)."""
+    return (
+        "{" + ",".join(["NULL" if item is None else str(item) for item in items]) + "}"
+    ).encode()
 
 
 def bytea_array(items: Sequence[bytes]) -> bytes:

@@ -8,10 +8,15 @@ Theory of operation:
 
 - Every write is one transaction. ``commit`` is ONE statement (``pg_commit.py``), sent
   in one round trip: the fencing token is checked in the same transaction as the writes,
-  and a stale token (PLAIT-E021, naming the holder) or an unknown run (PLAIT-E017)
-  writes nothing; neither does a key already journaled.
-- Locks are always taken in the order run row -> lease row (``renew``/``release`` take
-  only the lease row), so no two plait transactions wait on each other in a cycle.
+  on the run row (``runs.lease_token``, a copy of the held lease's token that every lease
+  write below keeps in its own transaction), and a stale token (PLAIT-E021, naming the
+  holder) or an unknown run (PLAIT-E017) writes nothing; neither does a key already
+  journaled.
+- Locks are always taken in the order run row -> lease row (``renew`` takes only the
+  lease row, and changes neither its token nor its holder), so no two plait transactions
+  wait on each other in a cycle, and every change of a lease's token or holder holds the
+  run row's lock: a commit checking the token waits for it, then checks the row as it
+  was left.
 - ``claim_work`` picks runnable runs whose lease is free or expired with
   ``FOR UPDATE SKIP LOCKED`` and takes their leases in the same transaction: concurrent
   workers never claim a run twice and never wait on each other.
@@ -36,7 +41,6 @@ from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from plait.core.canonical import JSON
@@ -101,7 +105,9 @@ _INSERT_RUN = (
 # with token 1. A lease row already there fails the statement (``leases_pkey``).
 _CREATE_RUN = (
     "WITH new_run AS ("
-    f" INSERT INTO runs ({sql.RUN_LIST}) VALUES ({', '.join(f'%({c})s' for c in RUN_COLUMNS)})"
+    f" INSERT INTO runs ({sql.RUN_LIST}, lease_token)"
+    f" VALUES ({', '.join(f'%({c})s' for c in RUN_COLUMNS)},"
+    "  CASE WHEN %(leased)s::boolean THEN 1 END)"
     "  ON CONFLICT (run_id) DO NOTHING RETURNING run_id),"
     " manifest_row AS (INSERT INTO manifests (run_id, seq, payload)"
     "  SELECT run_id, 0, %(payload)s FROM new_run),"
@@ -120,6 +126,26 @@ _INSERT_NODES = (
     "INSERT INTO nodes (hash, data, run_id) VALUES (%s, %s, %s) ON CONFLICT (hash) DO NOTHING"
 )
 _LEASE_COLUMNS = sql.LEASE_LIST
+# ``sql.UPSERT_LEASE`` and the run row's copy of the held token (``runs.lease_token``, which
+# the commit checks), in one statement; the caller holds the run row's lock already.
+_UPSERT_LEASE = (
+    f"WITH lease AS ({POSTGRES.q(sql.UPSERT_LEASE)} RETURNING token)"
+    " UPDATE runs SET lease_token = (SELECT token FROM lease) WHERE run_id = %s"
+)
+# Give the lease up: the run row's copy of the token first (locks are taken run row ->
+# lease row), then the lease row, both only when ``token`` is the held one.
+_RELEASE_LEASE = (
+    "WITH run AS (UPDATE runs SET lease_token = NULL"
+    "  WHERE run_id = %(run_id)s AND lease_token = %(token)s RETURNING run_id)"
+    " UPDATE leases SET host = NULL, pid = NULL, started_ms = NULL, expires_ms = 0"
+    " WHERE run_id = (SELECT run_id FROM run) AND token = %(token)s AND host IS NOT NULL"
+)
+# What a commit that wrote nothing found: whether the run exists, and its lease.
+_RUN_AND_LEASE = (
+    f"SELECT r.run_id, {_LEASE_COLUMNS} FROM (SELECT %s::text AS run_id) AS asked"
+    " LEFT JOIN runs r ON r.run_id = asked.run_id"
+    " LEFT JOIN leases l ON l.run_id = asked.run_id"
+)
 _INSERT_MANIFEST = POSTGRES.q(sql.INSERT_MANIFEST)
 
 # Lock the run row, then its lease row (always in that order), without writing either.
@@ -192,10 +218,9 @@ class PostgresStore:
         self.durability = durability
         self._nodes = sql.KnownNodes()
         self._manifest_nodes = NodeCache()
-        # records_after between waves: the kinds each run's driver polls for, and what the
-        # run's last commit found of them (kinds, last seq or None); see records_after.
-        self._watched: dict[str, tuple[str, ...]] = {}
-        self._seen_at_commit: dict[str, tuple[tuple[str, ...], int | None]] = {}
+        # records_after between waves: the run's polled_seq as its last commit through
+        # this store left it (the seq of its last record of a POLLED_KINDS kind).
+        self._polled_at_commit: dict[str, int] = {}
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -362,7 +387,7 @@ class PostgresStore:
 
     def release_lease(self, run_id: str, token: int) -> None:
         with self._connection(f"releasing the lease of run '{run_id}'") as conn:
-            sql.release_lease(conn, POSTGRES, run_id, token)
+            conn.execute(_RELEASE_LEASE, {"run_id": run_id, "token": token})
 
     def claim_runnable(
         self,
@@ -642,17 +667,15 @@ class PostgresStore:
         nodes: dict[str, bytes] = {}
         encode = self._nodes.encoder(nodes)
         ops = [write_row(write, encode) for write in writes]  # cut before any transaction
-        watched = self._watched.get(run_id, POLLED_KINDS)  # a drive's first poll too
         what = f"committing to the journal of run '{run_id}'"
-        self._seen_at_commit.pop(run_id, None)
+        self._polled_at_commit.pop(run_id, None)
         try:
             with self._connection(what, if_lost=_COMMIT_UNKNOWN) as conn:
                 encoding = self._prepared.encoding(conn)
-                statement, params = commit_query(
-                    run_id, token, ops, nodes, watched, encoding, release
-                )
-                answer = self._prepared.run(conn, statement, params)
-                row = [answer.get_value(0, column) for column in range(3)]
+                statement, params = commit_query(run_id, token, ops, nodes, encoding, release)
+                polled = self._prepared.run(conn, statement, params).get_value(0, 0)
+                if polled is None:  # nothing was written: which of E017, E021
+                    found = conn.execute(_RUN_AND_LEASE, (run_id,)).fetchone()
         except PlaitError as exc:
             cause = exc.__cause__
             if isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name in (
@@ -661,18 +684,14 @@ class PostgresStore:
             ):
                 raise self._duplicate(run_id, ops, exc) from cause
             raise
-        if row[0] != b"t":
-            raise unknown_run(run_id)
-        if row[1] is None:  # the token was not current: nothing was written
-            assert token is not None
-            raise stale_token(run_id, token, sql.lease_from(_lease_columns(answer, encoding)))
+        if polled is None:
+            if found is None or found[0] is None or token is None:
+                raise unknown_run(run_id)
+            raise stale_token(run_id, token, sql.lease_from(found[1:]))
         self._nodes.remember(nodes)
-        # The statement does not see its own rows: a batch holding a watched record
-        # leaves the next poll to read the journal.
-        if watched and not any(op[0] == "record" and op[3] in watched for op in ops):
-            if len(self._seen_at_commit) >= sql.WATCH_LIMIT:
-                self._seen_at_commit.clear()  # runs committed to here but never polled
-            self._seen_at_commit[run_id] = (watched, None if row[2] is None else int(row[2]))
+        if len(self._polled_at_commit) >= sql.WATCH_LIMIT:
+            self._polled_at_commit.clear()  # runs committed to here but never polled
+        self._polled_at_commit[run_id] = int(polled)
 
     def load_journal(self, run_id: str, after_seq: int = 0) -> Journal:
         """``Store.load_journal`` in one round trip, also when there is nothing to read (a
@@ -725,21 +744,17 @@ class PostgresStore:
     def records_after(self, run_id: str, after_seq: int, kinds: Sequence[str]) -> list[Record]:
         """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
 
-        The run's last commit through this store read the last seq of these kinds in the
-        same statement: when that is at most ``after_seq``, the answer is known without a
+        The run's last commit through this store returned the run's ``polled_seq``, the
+        seq of its last record of a ``POLLED_KINDS`` kind (kept by every commit, so also
+        by other connections' and processes'; schema.py, migration 13): when ``kinds``
+        are among those and it is at most ``after_seq``, the answer is known without a
         round trip. It is the journal as of that commit, a moment before this call; a
         record committed in between is found by the next poll, after the next commit.
         """
         if "feed" in kinds:  # never in the records index (schema.py, migration 12)
             raise ValueError("records_after does not look up feed records (see Store)")
-        watch = tuple(kinds)
-        seen = self._seen_at_commit.pop(run_id, None)
-        if self._watched.get(run_id, POLLED_KINDS) != watch:
-            if len(self._watched) >= sql.WATCH_LIMIT:
-                self._watched.clear()  # runs no longer driven here: nothing is held per run
-                self._seen_at_commit.clear()
-            self._watched[run_id] = watch
-        if seen is not None and seen[0] == watch and (seen[1] is None or seen[1] <= after_seq):
+        polled = self._polled_at_commit.pop(run_id, None)
+        if polled is not None and polled <= after_seq and _among_polled(kinds):
             return []
         with self._connection(f"reading the records of run '{run_id}'") as conn:
             rows = conn.execute(
@@ -870,13 +885,10 @@ class _Borrowed:
             raise error from exc
 
 
-def _lease_columns(answer: pq.abc.PGresult, encoding: str) -> tuple[str | int | None, ...]:
-    """The lease as the commit's answer found it (its last columns, as text in the
-    connection's ``encoding``): host, then pid, started_ms, token and expires_ms as
-    integers."""
-    values = [answer.get_value(0, column) for column in range(3, 8)]
-    host = None if values[0] is None else values[0].decode(encoding)
-    return (host, *(None if value is None else int(value) for value in values[1:]))
+def _among_polled(kinds: Sequence[str]) -> bool:
+    """Every kind in ``kinds`` is one a run's ``polled_seq`` follows (the driver's
+    ``POLLED_KINDS`` themselves, most often)."""
+    return kinds is POLLED_KINDS or all(kind in POLLED_KINDS for kind in kinds)
 
 
 def _is_turn_race(exc: pg_errors.UniqueViolation) -> bool:
@@ -906,7 +918,7 @@ def _take_lease(
         token = may_take_over(run_id, sql.lease_from(row[1:]), owner, now_ms, owner_alive)
     except PlaitError:
         return None
-    sql.upsert_lease(conn, POSTGRES, run_id, owner, token, now_ms + ttl_ms)
+    _upsert_lease(conn, run_id, owner, token, now_ms + ttl_ms)
     return token
 
 
@@ -946,5 +958,16 @@ def _lease_for(conn: Connection, run_id: str, claim: LeaseClaim) -> int:
         raise unknown_run(run_id)
     current = sql.lease_from(row[1:])
     token = may_take_over(run_id, current, claim.owner, claim.now_ms, claim.owner_alive)
-    sql.upsert_lease(conn, POSTGRES, run_id, claim.owner, token, claim.now_ms + claim.ttl_ms)
+    _upsert_lease(conn, run_id, claim.owner, token, claim.now_ms + claim.ttl_ms)
     return token
+
+
+def _upsert_lease(
+    conn: Connection, run_id: str, owner: LeaseOwner, token: int, expires_ms: int
+) -> None:
+    """``sql.upsert_lease``, and the run row's ``lease_token`` with it (the run row locked
+    by the caller)."""
+    conn.execute(
+        _UPSERT_LEASE,
+        (run_id, owner.host, owner.pid, owner.started_ms, token, expires_ms, run_id),
+    )

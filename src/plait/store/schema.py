@@ -263,6 +263,25 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE INDEX journal_records ON journal (run_id, record_kind, seq)
             WHERE item = 'record' AND record_kind <> 'feed'""",
     ), only="postgres"),
+    # 13 (PostgreSQL): what a wave's commit reads, kept on the run row it updates anyway
+    # (pg_commit.py), so the commit touches no other row to read it. polled_seq: the seq
+    # of the run's last record of a kind a driver polls for between waves (store/base.py
+    # POLLED_KINDS: cancel, inbox; 0 for none), moved by the commit (every journal row is
+    # written by it) and returned: the poll after a wave needs no look-up of the journal.
+    # lease_token: the token of the run's lease while it is held (host set), else NULL,
+    # written with the lease row in the same transaction under the run row's lock: the
+    # commit checks its fencing token on the run row alone. Runs already there are
+    # backfilled. A change of POLLED_KINDS needs a migration that computes polled_seq again.
+    Migration((
+        "ALTER TABLE runs ADD COLUMN polled_seq BIGINT NOT NULL DEFAULT 0,"
+        " ADD COLUMN lease_token BIGINT",
+        """UPDATE runs SET polled_seq = polled.seq FROM (SELECT run_id, MAX(seq) AS seq
+            FROM journal WHERE item = 'record' AND record_kind <> 'feed'
+            AND record_kind IN ('cancel', 'inbox') GROUP BY run_id) AS polled
+            WHERE runs.run_id = polled.run_id""",
+        """UPDATE runs SET lease_token = leases.token FROM leases
+            WHERE leases.run_id = runs.run_id AND leases.host IS NOT NULL""",
+    ), only="postgres"),
 )  # fmt: skip
 
 
