@@ -549,6 +549,12 @@ class PostgresStore:
             tree = conn.execute(claims.PG_GC_TREE, {"roots": roots, "now": now_ms}).fetchall()
             doomed = sql.gc_selection(tree)
             if doomed:
+                # Locks are taken run row -> lease row everywhere (a late release_lease of
+                # a child included): the children's run rows first, then the deletes.
+                conn.execute(
+                    "SELECT run_id FROM runs WHERE run_id = ANY(%s) ORDER BY run_id FOR UPDATE",
+                    (doomed,),
+                )
                 tables = ("journal", "manifests", "leases", "schedule_slots", "runs")
                 for table in (*tables, "conversation_runs"):
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", (doomed,))
