@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from plait.cli.common import AsOption, DbOption, JsonOption, runtime
+from plait.cli.common import AsOption, CursorOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_OK, Output, literal
 from plait.core.errors import PlaitError
 from plait.driver.verbs import accepted, asks_object, parse_budgets
@@ -39,10 +39,7 @@ def asks(
             "--limit", metavar="N", help="The asks of N parked runs, longest waiting first."
         ),
     ] = None,
-    cursor: Annotated[
-        str | None,
-        typer.Option("--cursor", metavar="C", help="The next page: a page's next_cursor."),
-    ] = None,
+    cursor: CursorOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:

@@ -30,6 +30,10 @@ AsOption = Annotated[
     str | None,
     typer.Option("--as", metavar="PRINCIPAL", help="Act as this principal."),
 ]
+CursorOption = Annotated[
+    str | None,
+    typer.Option("--cursor", metavar="C", help="The next page: a page's next_cursor."),
+]
 
 
 @contextmanager

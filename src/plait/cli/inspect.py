@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, runtime
+from plait.cli.common import CursorOption, DbOption, JsonOption, runtime
 from plait.cli.output import EXIT_FAILED, EXIT_OK, Output, literal
 from plait.cli.results import describe, status_exit
 from plait.core.canonical import dumps
@@ -43,10 +43,7 @@ def runs(
         str | None,
         typer.Option("--search", metavar="TEXT", help="Part of a run id, workflow or principal."),
     ] = None,
-    cursor: Annotated[
-        str | None,
-        typer.Option("--cursor", metavar="C", help="The next page: a page's next_cursor."),
-    ] = None,
+    cursor: CursorOption = None,
     sort: Annotated[
         str | None,
         typer.Option("--sort", metavar="BY", help="created (the default) or updated."),
