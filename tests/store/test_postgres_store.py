@@ -762,6 +762,21 @@ def count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return sent
 
 
+def test_claim_runnable_is_planned_as_claim_work_is(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its choice of runs runs under ``claims.PG_CLAIM_PLAN`` in the claim's own
+    transaction (test_postgres_claim_plan.py: what those settings do on a queue the server
+    never analyzed), and the settings end with it."""
+    queued(pg, "old", created_ms=1)
+    queued(pg, "new", created_ms=2)
+    sent = count_statements(monkeypatch)
+    assert pg.claim_runnable(WORKER_A, 0, TTL, limit=1) == ["old"]
+    assert sent[:3] == ["BEGIN", claims.PG_CLAIM_PLAN, claims.PG_CLAIMABLE]
+    with pg._connection() as conn:
+        assert conn.execute("SHOW enable_sort").fetchone() == ("on",)
+
+
 def test_claiming_runs_and_their_leases_is_one_statement_after_its_plan_settings(
     pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

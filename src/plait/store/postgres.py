@@ -420,12 +420,12 @@ class PostgresStore:
             return []
         claimed: list[tuple[str, int]] = []
         with self._connection("claiming runs") as conn, conn.transaction():
-            run_ids = [
-                row[0]
-                for row in conn.execute(
-                    claims.PG_CLAIMABLE, (list(statuses), now_ms, limit)
-                ).fetchall()
-            ]
+            # Planned as claim_work's claim is (claims.PG_CLAIM_PLAN: the settings hold
+            # until this transaction ends), not from the table's statistics of the moment.
+            with conn.pipeline():
+                conn.execute(claims.PG_CLAIM_PLAN)
+                cursor = conn.execute(claims.PG_CLAIMABLE, (list(statuses), now_ms, limit))
+            run_ids = [row[0] for row in cursor.fetchall()]
             for run_id in run_ids:
                 token = _take_lease(conn, run_id, owner, now_ms, ttl_ms, never_dead)
                 if token is not None:
