@@ -17,7 +17,16 @@ from plait import PlaitError, Runtime, Workflow
 from plait.core.canonical import loads
 from plait.core.keys import JournalKey
 from plait.core.outcomes import Completed, outcome_from_json
-from plait.driver.feeds import completed_of_text, decode_events, wave_of_text
+from plait.driver.feeds import (
+    COMPLETED_SHAPE,
+    WAVE_SHAPE,
+    completed_of_part,
+    completed_of_text,
+    decode_events,
+    wave_of_part,
+    wave_of_text,
+)
+from plait.store.chunks import keeps_whole, kept_whole, kept_whole_part, whole_text
 from plait.store.rows import key_text
 
 
@@ -198,3 +207,33 @@ def test_a_wave_read_from_its_text_is_the_events_parsing_gives(text: str) -> Non
     if fast is not None:
         assert fast == decode_events(loads(text)["events"], OUTCOMES.get, lambda ask: None)
     assert (fast is None) == (FEEDS.index(text) >= 4)
+
+
+NOT_WHOLE = ['{"n":"ab12"}', '{"j":{"n":1}', '{"j":}', "{}"]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_result_row_read_in_one_slice_is_its_text_read(text: str) -> None:
+    part = kept_whole_part(whole_text(text), COMPLETED_SHAPE)
+    fast = None if part is None else completed_of_part(part)
+    assert fast == completed_of_text(text)
+    assert (fast is None) == (TEXTS.index(text) >= 3)
+    for payload in NOT_WHOLE:
+        assert kept_whole_part(payload, COMPLETED_SHAPE) is None
+
+
+@pytest.mark.parametrize("text", FEEDS)
+def test_a_feed_row_read_in_one_slice_is_its_text_read(text: str) -> None:
+    part = kept_whole_part(whole_text(text), WAVE_SHAPE)
+    fast = None if part is None else wave_of_part(part, KEYS, OUTCOMES.get)
+    assert fast == wave_of_text(text, KEYS, OUTCOMES.get)
+    assert (fast is None) == (FEEDS.index(text) >= 4)
+    for payload in NOT_WHOLE:
+        assert kept_whole_part(payload, WAVE_SHAPE) is None
+
+
+@pytest.mark.parametrize("payload", [whole_text(t) for t in TEXTS + FEEDS] + NOT_WHOLE)
+def test_whether_a_payload_keeps_its_text_whole_is_what_taking_it_out_says(
+    payload: str,
+) -> None:
+    assert keeps_whole(payload) == (kept_whole(payload) is not None)

@@ -25,6 +25,7 @@ from plait.core.events import (
 )
 from plait.core.keys import JournalKey
 from plait.core.outcomes import NO_USAGE, Completed, EffectOutcome
+from plait.store.chunks import whole_shape
 from plait.store.rows import key_text
 
 FEED = "feed"
@@ -123,8 +124,18 @@ def completed_of_text(text: str) -> Completed | None:
     parses the whole text, which says what is wrong with it."""
     if not (text.startswith(_COMPLETED_HEAD) and text.endswith(_NO_USAGE_TAIL)):
         return None
+    return completed_of_part(text[len(_COMPLETED_HEAD) : -len(_NO_USAGE_TAIL)])
+
+
+COMPLETED_SHAPE = whole_shape(_COMPLETED_HEAD, _NO_USAGE_TAIL)
+"""A result row kept whole whose text ``completed_of_text`` reads: its part between is R."""
+
+
+def completed_of_part(part: str) -> Completed | None:
+    """``completed_of_text`` of ``_COMPLETED_HEAD + part + _NO_USAGE_TAIL``: from R alone
+    (``COMPLETED_SHAPE``, a row's text never taken out whole)."""
     try:
-        result = loads(text[len(_COMPLETED_HEAD) : -len(_NO_USAGE_TAIL)])
+        result = loads(part)
     except CanonicalJSONError:
         return None
     return Completed(result)
@@ -146,9 +157,24 @@ def wave_of_text(
     ``decode_events`` builds from the parsed text (a split cannot fall inside a key's text:
     ``{"`` never occurs inside a JSON string, where ``"`` is always escaped). None for any
     other text, or a result ``result_of`` does not have: the caller parses the text."""
-    if not (text.startswith(_WAVE_HEAD) and text.endswith("}]}")):
+    if not (text.startswith(_WAVE_HEAD) and text.endswith(_WAVE_TAIL)):
         return None
-    clock, _, rest = text[len(_WAVE_HEAD) : -2].partition("}")
+    return wave_of_part(text[len(_WAVE_HEAD) : -len(_WAVE_TAIL)], keys, result_of)
+
+
+_WAVE_TAIL = "}]}"
+WAVE_SHAPE = whole_shape(_WAVE_HEAD, _WAVE_TAIL)
+"""A feed row kept whole whose text ``wave_of_text`` reads, and the part between."""
+
+
+def wave_of_part(
+    part: str,
+    keys: Mapping[str, JournalKey],
+    result_of: Callable[[JournalKey], EffectOutcome | None],
+) -> list[Event] | None:
+    """``wave_of_text`` of ``_WAVE_HEAD + part + _WAVE_TAIL`` (``WAVE_SHAPE``, a row's text
+    never taken out whole)."""
+    clock, _, rest = (part + "}").partition("}")
     if not (clock.isascii() and clock.isdigit() and (clock == "0" or clock[0] != "0")):
         return None
     first, *resolved = rest.split(_RESOLVED)

@@ -39,7 +39,14 @@ from plait.driver.checkpoints import (
     encode_checkpoint,
     first_node_differing,
 )
-from plait.driver.feeds import FEED, completed_of_text, decode_events, wave_of_text
+from plait.driver.feeds import (
+    COMPLETED_SHAPE,
+    FEED,
+    WAVE_SHAPE,
+    completed_of_part,
+    decode_events,
+    wave_of_part,
+)
 from plait.driver.forking import seed_checkpoint
 from plait.driver.migrating import MIGRATE, migration_of
 from plait.driver.reshape import Reshape
@@ -113,7 +120,7 @@ def intent_divergence(
     executor = journal.rows[index][EXECUTOR]
     if executor == command.executor:
         replayed = dumps(command.input)
-        same_text = journal.whole_text(index) == replayed
+        same_text = journal.keeps_text(index, replayed)
         if same_text and type(command.input) in (dict, list):
             journal.read_as_text(index)
             return None
@@ -203,8 +210,8 @@ def replay(
         index = results.get(key)
         if index is None:
             return None
-        text = journal.whole_text(index)
-        outcome = None if text is None else completed_of_text(text)
+        part = journal.whole_text_part(index, COMPLETED_SHAPE)
+        outcome = None if part is None else completed_of_part(part)
         if outcome is None:
             return outcome_from_json(journal.value(index))
         journal.read_as_text(index)  # it parsed: see completed_of_text
@@ -261,8 +268,8 @@ def replay(
             continue
         if kind != FEED:
             continue
-        text = journal.whole_text(index)
-        wave = None if text is None else wave_of_text(text, journal.result_keys, result_of)
+        part = journal.whole_text_part(index, WAVE_SHAPE)
+        wave = None if part is None else wave_of_part(part, journal.result_keys, result_of)
         if wave is not None:  # a wave's feed, read from its text (it parses: wave_of_text)
             journal.read_as_text(index)
             events: list[Event] | JournalKey | str = wave

@@ -152,6 +152,36 @@ def kept_whole(payload: str) -> str | None:
     return None
 
 
+def keeps_whole(payload: str) -> bool:
+    """Whether ``kept_whole(payload)`` is a text, without slicing the text out (a reader
+    that only sorts the rows)."""
+    return payload.startswith(WHOLE_PREFIX) and payload.endswith("}")
+
+
+WholeShape = tuple[str, str, int, int, int]
+"""``whole_shape``'s answer: what a payload starts and ends with, where the part between
+starts and stops, and the shortest such payload."""
+
+
+def whole_shape(head: str, tail: str) -> WholeShape:
+    """The shape of a payload keeping whole a text that starts with ``head`` and ends with
+    ``tail``, for ``kept_whole_part``: the prefix and suffix wrapped once, not per row.
+    ``head`` and ``tail`` must not be able to overlap in a text (no suffix of ``head`` is a
+    prefix of ``tail``), so a text holding both holds them apart."""
+    prefix, suffix = WHOLE_PREFIX + head, tail + "}"
+    return prefix, suffix, len(prefix), -len(suffix), len(prefix) + len(suffix)
+
+
+def kept_whole_part(payload: str, shape: WholeShape) -> str | None:
+    """``kept_whole(payload)`` between its ``head`` and ``tail`` (``whole_shape``) when it
+    starts and ends with them, else None: one test of each end and one slice where taking
+    the text out and then the part would be two of each."""
+    prefix, suffix, start, stop, shortest = shape
+    if len(payload) >= shortest and payload.startswith(prefix) and payload.endswith(suffix):
+        return payload[start:stop]
+    return None
+
+
 def encode_text(
     value: JSON,
     *,

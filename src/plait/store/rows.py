@@ -21,8 +21,10 @@ from plait.store.chunks import (
     WHOLE_PREFIX,
     Cut,
     RowEncoder,
+    WholeShape,
     decode_row,
     kept_whole,
+    kept_whole_part,
     whole_text,
 )
 from plait.store.packed import pack
@@ -222,6 +224,16 @@ class JournalRows:
         """The text of row ``index``'s value when the row keeps it whole (``whole_text``):
         its canonical JSON as the writer made it; None for a value kept otherwise."""
         return kept_whole(self.rows[index][PAYLOAD])
+
+    def whole_text_part(self, index: int, shape: WholeShape) -> str | None:
+        """``whole_text(index)`` between the head and tail of ``shape`` when it starts and
+        ends with them (``chunks.kept_whole_part``), else None."""
+        return kept_whole_part(self.rows[index][PAYLOAD], shape)
+
+    def keeps_text(self, index: int, text: str) -> bool:
+        """Whether ``whole_text(index) == text``, without taking the row's text out."""
+        payload: str | None = self.rows[index][PAYLOAD]
+        return payload == WHOLE_PREFIX + text + "}"  # whole_text(text), without its call
 
     def read_as_text(self, index: int) -> None:
         """Row ``index`` was read from its ``whole_text`` alone, which its reader found

@@ -29,7 +29,7 @@ from plait.store.chunks import (
     HashMemo,
     RowEncoder,
     collecting_encoder,
-    kept_whole,
+    keeps_whole,
 )
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
@@ -362,7 +362,7 @@ def journal_rows_of(
     cut = [
         (index, payload)
         for index, row in enumerate(rows)
-        if (payload := row[-1]) is not None and kept_whole(payload) is None
+        if (payload := row[-1]) is not None and not keeps_whole(payload)
     ]
     decoded: dict[int, JSON | Exception] = {}
     if cut:
