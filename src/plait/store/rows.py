@@ -194,17 +194,21 @@ class JournalRows:
             raise
 
     def _sort_rows(self) -> None:
+        checkpoints, records, intents = self.checkpoints, self.records, self.intents
+        results, result_keys, read = self.results, self.result_keys, self._read
         for index, row in enumerate(self.rows):
             item = row[ITEM]
             if item == "checkpoint":
-                self.checkpoints.append(index)
+                checkpoints.append(index)
+                read.add(index)  # read as NULL: nothing to decode (``_check_row``)
             elif item == "record":
-                self.records.append(index)
+                records.append(index)
             elif item == "intent":
-                self.intents[key_of(row[KEY])] = index
+                intents[key_of(row[KEY])] = index
             elif item == "result":
-                key = self.result_keys[row[KEY]] = key_of(row[KEY])
-                self.results[key] = index
+                text = row[KEY]
+                key = result_keys[text] = key_of(text)
+                results[key] = index
 
     def value(self, index: int) -> JSON:
         """The value of row ``index``'s payload (its key was parsed already)."""
