@@ -24,7 +24,18 @@ from plait.store import (
     Store,
 )
 from plait.store.base import RangeReads
-from plait.store.rows import KIND, SEQ, JournalRows
+from plait.store.rows import (
+    EXECUTOR,
+    KEY,
+    KIND,
+    PAYLOAD,
+    SEQ,
+    SHA256,
+    SIZE,
+    SUPERSTEP,
+    JournalRows,
+    key_text,
+)
 from plait.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -88,6 +99,23 @@ def test_rows_hold_what_load_journal_reads(store: Store) -> None:
     assert _values(rows) == [by_seq.get(row[SEQ]) for row in rows.rows]
     assert rows.whole_text(1) == '{"x":1}' and rows.whole_text(4) is None  # BIG: cut
     rows.check()
+
+
+def test_rows_hold_each_items_columns_where_a_replay_reads_them(store: Store) -> None:
+    """A record's kind and a checkpoint's digest share columns with an intent's key and
+    executor (``RAW_SELECT``): each item reads its own."""
+    _journal(store)
+    journal, rows = store.load_journal("r1"), store.journal_rows("r1")
+    (meta,) = journal.checkpoints
+    (index,) = rows.checkpoints
+    row = rows.rows[index]
+    assert (row[SEQ], row[SUPERSTEP], row[SHA256], row[SIZE]) == (
+        meta.seq, meta.superstep, meta.sha256, meta.size)  # fmt: skip
+    assert [rows.rows[i][KIND] for i in rows.records] == [r.kind for r in journal.records]
+    for i in journal.intents:
+        held = rows.rows[rows.intents[i.key]]
+        assert (held[EXECUTOR], held[KEY]) == (i.executor, key_text(i.key))
+    assert rows.rows[index][PAYLOAD] is None  # a checkpoint's bytes are read on demand
 
 
 def test_an_empty_journal_and_an_unknown_run(store: Store) -> None:

@@ -54,11 +54,23 @@ JOURNAL_COLUMNS = ("item", "journal_key", "executor", "record_kind", "superstep"
 
 Row = tuple[Any, ...]
 
-RAW_COLUMNS = ("seq", "item", "journal_key", "executor", "record_kind", "superstep", "sha256",
-               "size", "payload")  # fmt: skip
+RAW_COLUMNS = ("seq", "item", "journal_key", "executor", "superstep", "size", "payload")
 """Columns of a journal row as ``JournalRows`` holds it: what a replay of the run reads
-(a checkpoint's payload is read as NULL: its bytes are read on demand)."""
-SEQ, ITEM, KEY, EXECUTOR, KIND, SUPERSTEP, SHA256, SIZE, PAYLOAD = range(len(RAW_COLUMNS))
+(a checkpoint's payload is read as NULL: its bytes are read on demand). Two columns hold
+another column for one item, which never sets theirs (``MAY_BE_SET``): a record's
+``record_kind`` in ``journal_key`` (``KIND``), a checkpoint's ``sha256`` in ``executor``
+(``SHA256``); every column fetched costs each row its conversion (``RAW_SELECT``)."""
+SEQ, ITEM, KEY, EXECUTOR, SUPERSTEP, SIZE, PAYLOAD = range(len(RAW_COLUMNS))
+KIND = KEY
+"""A record's ``record_kind``, where an intent's or a result's key is."""
+SHA256 = EXECUTOR
+"""A checkpoint's ``sha256``, where an intent's executor is."""
+RAW_SELECT = (
+    "seq, item, CASE WHEN item = 'record' THEN record_kind ELSE journal_key END,"
+    " CASE WHEN item = 'checkpoint' THEN sha256 ELSE executor END, superstep, size,"
+    " CASE WHEN item = 'checkpoint' THEN NULL ELSE payload END"
+)
+"""The select list of ``RAW_COLUMNS``, in SQL either back end reads."""
 
 MAY_BE_SET: dict[str, tuple[bool, ...]] = {
     "intent": (True, True, True, False, True, True, True, False, False, False, True),

@@ -37,7 +37,7 @@ from plait.store.packed import PACKED_PREFIX, unpack
 from plait.store.records import CheckpointMeta, Journal, LeaseOwner, RunInfo
 from plait.store.rows import (
     JOURNAL_COLUMNS,
-    RAW_COLUMNS,
+    RAW_SELECT,
     RUN_COLUMNS,
     JournalRows,
     add_row,
@@ -105,11 +105,7 @@ JOURNAL_ROWS = (
 )
 """A run's journal rows after a seq, unordered (``SELECT_ROWS`` orders them)."""
 SELECT_ROWS = JOURNAL_ROWS + " ORDER BY seq"
-RAW_ROWS = (
-    f"SELECT {', '.join(RAW_COLUMNS[:-1])},"
-    " CASE WHEN item = 'checkpoint' THEN NULL ELSE payload END FROM journal"
-    " WHERE run_id = ?"
-)
+RAW_ROWS = f"SELECT {RAW_SELECT} FROM journal WHERE run_id = ?"
 """A run's journal rows as ``JournalRows`` holds them, unordered: only the columns a replay
 reads (every column a row carries costs its fetch)."""
 JOURNAL_MARKS = (
