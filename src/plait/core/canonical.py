@@ -114,22 +114,20 @@ def loads(text: str | bytes, *, unique_keys: bool = False) -> JSON:
     would be Infinity); ints stay ints and floats stay floats. ``unique_keys`` refuses an
     object naming a key twice (text a person wrote: which value was meant is unknowable)."""
     try:
-        given_text = True
         if not isinstance(text, str):
-            text, given_text = text.decode(json.detect_encoding(text), "surrogatepass"), False
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
+        elif text.startswith("\ufeff"):
+            raise CanonicalJSONError("unexpected byte order mark before JSON text")
         if not unique_keys:
             # Text a plait writer made (every journal row) has no whitespace around its
             # value: scanned as it is, without ``decode``'s two whitespace matches. Anything
             # else (or nothing valid there) goes the whole way, which says what is wrong.
-            # A byte order mark is never scanned (no value starts with it): looked for after.
             try:
                 value, end = _scan(text, 0)
             except (StopIteration, json.JSONDecodeError):
                 end = -1
             if end == len(text):
                 return value
-        if given_text and text.startswith("\ufeff"):
-            raise CanonicalJSONError("unexpected byte order mark before JSON text")
         return (_unique_decoder if unique_keys else _decoder).decode(text)
     except json.JSONDecodeError as exc:
         raise CanonicalJSONError(str(exc)) from exc

@@ -52,9 +52,7 @@ class EffectResolved:
     outcome: EffectOutcome
 
     def __init__(self, key: JournalKey, outcome: EffectOutcome) -> None:
-        fields = self.__dict__  # stored one by one: cheaper than update's keywords
-        fields["key"] = key
-        fields["outcome"] = outcome
+        self.__dict__.update(key=key, outcome=outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +109,8 @@ class WriteIntent:
     def __init__(
         self, key: JournalKey, executor: str, input: JSON, superstep: int, clock_ms: int
     ) -> None:
-        fields = self.__dict__
-        fields["key"] = key
-        fields["executor"] = executor
-        fields["input"] = input
-        fields["superstep"] = superstep
-        fields["clock_ms"] = clock_ms
+        self.__dict__.update(key=key, executor=executor, input=input, superstep=superstep,
+                             clock_ms=clock_ms)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -128,10 +122,7 @@ class Dispatch:
     input: JSON
 
     def __init__(self, key: JournalKey, executor: str, input: JSON) -> None:
-        fields = self.__dict__
-        fields["key"] = key
-        fields["executor"] = executor
-        fields["input"] = input
+        self.__dict__.update(key=key, executor=executor, input=input)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,12 +162,8 @@ class WriteCheckpoint:
         value: dict[str, Any] | None = None,
         cut: CheckpointCut | None = None,
     ) -> None:
-        fields = self.__dict__
-        fields["superstep"] = superstep
-        fields["record"] = record
-        fields["data"] = data
-        fields["value"] = value
-        fields["cut"] = cut
+        self.__dict__.update(superstep=superstep, record=record, data=data, value=value,
+                             cut=cut)  # fmt: skip
 
     @property
     def size(self) -> int:

@@ -80,14 +80,9 @@ class Completed:
         size: int | None = None,
         text: str | None = None,
     ) -> None:
-        # Into __dict__, not one object.__setattr__ a field: one is built per effect (as
-        # core.events' commands and events); stored one by one, cheaper than update's
-        # keywords.
-        fields = self.__dict__
-        fields["result"] = result
-        fields["usage"] = usage
-        fields["size"] = size
-        fields["text"] = text
+        # One call, not one object.__setattr__ a field: one is built per effect (as
+        # core.events' commands and events).
+        self.__dict__.update(result=result, usage=usage, size=size, text=text)
 
     def to_json(self) -> dict[str, Any]:
         return {"Completed": {"result": self.result, "usage": self.usage.to_json()}}

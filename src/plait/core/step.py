@@ -87,10 +87,8 @@ class StepOutcome:
     commands: list[Command]
 
     def __init__(self, state: SchedulerState, commands: list[Command]) -> None:
-        # Into __dict__, as core.events' commands (built at every step).
-        fields = self.__dict__
-        fields["state"] = state
-        fields["commands"] = commands
+        # One call, as core.events' commands (built at every step).
+        self.__dict__.update(state=state, commands=commands)
 
 
 def step(env: StepEnv, state: SchedulerState, events: Iterable[Event]) -> StepOutcome:
