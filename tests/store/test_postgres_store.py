@@ -462,6 +462,38 @@ def test_taking_a_lease_while_a_commit_holds_the_run_waits_and_never_deadlocks(
     assert taken == [first + 1]
 
 
+def test_gc_locks_a_childs_run_row_before_its_lease_row(
+    pg: PostgresStore, postgres_url: str
+) -> None:
+    """gc takes locks in the order every other writer does, run row then lease row: while
+    another transaction holds a doomed child's run row, gc has not touched the child's
+    lease row yet, so a late ``release_lease`` (run row first) cannot deadlock with it."""
+    pg.create_run(RunInfo("p", "wf", "completed", "a", None, 1, 1), {})
+    claim = LeaseClaim(WORKER_A, 0, TTL, lambda o: True)
+    pg.create_run(RunInfo("p~c", "wf", "completed", "a", "p", 1, 1), {}, lease=claim)
+    pg.release_lease("p~c", 1)
+    deleted: list[list[str]] = []
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("SELECT 1 FROM runs WHERE run_id = 'p~c' FOR UPDATE")
+        collector = threading.Thread(target=lambda: deleted.append(pg.gc(10, 10)))
+        collector.start()
+        # Until gc waits for a lock, watched from a connection of its own (a transaction
+        # sees pg_stat_activity as it first read it).
+        with psycopg.connect(postgres_url, autocommit=True) as watch:
+            while (
+                collector.is_alive()
+                and not watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                ).fetchone()[0]  # type: ignore[index]
+            ):
+                collector.join(0.01)
+        row = holder.execute("SELECT token FROM leases WHERE run_id = 'p~c' FOR UPDATE NOWAIT")
+        assert row.fetchone() == (1,)  # not locked, not deleted: gc waits for the run row
+        holder.commit()
+    collector.join()
+    assert deleted == [["p", "p~c"]]
+
+
 def test_every_lease_write_keeps_the_run_rows_copy_of_the_held_token(
     pg: PostgresStore, postgres_url: str
 ) -> None:
