@@ -88,3 +88,21 @@ def test_a_memo_forgotten_or_never_had_gives_the_same_cut() -> None:
     # them (objects, the last page, the trees) are handed out again
     assert set(again.nodes) < set(first.nodes) and len(again.nodes) <= 6
     assert cleared.nodes == first.nodes  # forgetting hands them all out again
+
+
+def test_a_long_list_whose_head_changed_since_the_last_cut_is_cut_afresh() -> None:
+    """The memo keeps the head of a long list of strings it cut; a list starting with the
+    same string but differing further on, or holding a non-string that equals the kept
+    head (``True == 1``), cuts as from nothing."""
+    memo = ChunkMemo()
+    log = [f"{i:0300d}" for i in range(40)]
+
+    def same_as_fresh(items: list[Any]) -> bool:
+        cut = cut_checkpoint(checkpoint({"log": items}), memo)
+        return (cut.root, cut.digest, cut.size) == fresh(checkpoint({"log": items}))[:3]
+
+    assert same_as_fresh(log)
+    assert same_as_fresh([*log, "more"])
+    assert same_as_fresh([log[0], "changed", *log[2:], "more"])
+    assert same_as_fresh([log[0], 1, *log[2:]])  # a page with an int: no head kept
+    assert same_as_fresh([log[0], True, *log[2:], "more"])

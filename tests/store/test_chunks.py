@@ -128,6 +128,23 @@ def test_a_memo_saves_hashing_but_never_hides_a_node_that_is_not_known() -> None
     assert encode(value, memo=memo, known=first.nodes.keys()).nodes == {}
 
 
+def test_a_remembered_head_still_hands_out_the_pages_the_store_lacks() -> None:
+    """A long list's head cut before is not looked at page by page again, but a page whose
+    node is not known (a commit that failed, a store that forgot) is handed out again;
+    one that is known is left out."""
+    memo = HashMemo()
+    log = [f"{i:0300d}" for i in range(40)]
+    first = encode({"log": log}, memo=memo)
+    grown = [*log, "x" * 300]
+    assert encode({"log": grown}, memo=memo) == encode({"log": grown})  # nothing known
+    more = [*grown, "y" * 300]
+    second = encode({"log": more}, memo=memo, known=first.nodes.keys())
+    assert set(second.nodes).isdisjoint(first.nodes)
+    assert decode(second.root, {**first.nodes, **second.nodes}.__getitem__) == {"log": more}
+    changed = [log[0], "changed", *log[2:]]
+    assert encode({"log": changed}, memo=memo) == encode({"log": changed})
+
+
 def test_a_full_memo_forgets_and_stays_correct() -> None:
     memo = HashMemo(max_weight=1000)
     values = [c * 600 for c in "abc"]

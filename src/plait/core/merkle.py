@@ -10,7 +10,9 @@ its name, so the whole value is still covered (§5.3).
 
 The cut is a pure function of the value (the digest is reproducible from the journal by
 any process); a ``ChunkMemo`` only saves work: a long string, a full page of strings or of
-transcript entries and a full group of pages are encoded and hashed once per memo, and
+transcript entries and a full group of pages are encoded and hashed once per memo (and a
+long list of strings that grows at its end has its full pages found in one comparison of
+its head, ``known_head``, not one lookup per page), and
 their canonical byte sizes kept with their hashes, so the checkpoint's size (the E015
 bound, the row's ``size``) is known without building its bytes. A memo entry means "its
 nodes were handed out in an earlier cut of this memo": the owner (the durable journal)
@@ -80,6 +82,7 @@ class ChunkMemo:
         self.strings: dict[str, tuple[str, int]] = {}
         self.pages: dict[tuple[Any, ...], tuple[Any, str, int]] = {}
         self.groups: dict[tuple[str, ...], str] = {}
+        self.heads: Heads = {}
         self.hashed = 0
         self.small = False
         """Whether the last checkpoint cut was kept whole (a hint: see ``cut_checkpoint``)."""
@@ -90,6 +93,7 @@ class ChunkMemo:
         self.strings.clear()
         self.pages.clear()
         self.groups.clear()
+        self.heads.clear()
         self._weight = 0
 
     def weigh(self, weight: int) -> None:
@@ -263,7 +267,11 @@ class _Cutter:
             text = '{"l":[' + ",".join(texts) + "]}"
             size = 1 + content + max(n, 1)
             return (text, size) if len(text) < INLINE_LIMIT else (self.cut(text), size)
-        level = [self.page(xs[i : i + PAGE_SIZE]) for i in range(0, n, PAGE_SIZE)]
+        memo = self.memo
+        done, level = (0, []) if memo is None else known_head(memo.heads, xs)
+        level = level + [self.page(xs[i : i + PAGE_SIZE]) for i in range(done, n, PAGE_SIZE)]
+        if memo is not None:
+            memo.weigh(keep_head(memo.heads, xs, level, done, PAGE_SIZE))
         while len(level) > PAGE_SIZE:
             level = [self.group(level[i : i + PAGE_SIZE]) for i in range(0, len(level), PAGE_SIZE)]
         content = sum(c for _, c in level)
@@ -336,6 +344,50 @@ class _Cutter:
     def cut(self, text: str) -> str:
         """Make ``text`` a node; return the reference that stands for it."""
         return '{"r":"' + self.store(text) + '"}'
+
+
+Heads = dict[str, tuple[list[str], list[Any]]]
+"""The heads of long lists of strings a cutter cut before (their full pages only), with
+what each of those pages gave (``known_head``), by the list's first element. (Two lists
+with the same first element take turns: a miss costs what the head saves, no more.)"""
+
+
+def known_head(heads: Heads, xs: list[Any] | tuple[Any, ...]) -> tuple[int, list[Any]]:
+    """How many leading elements of ``xs`` an earlier cut of a list cut into full pages
+    (``keep_head``), and what those pages gave; ``(0, [])`` when its head is not ``xs``'s.
+
+    A list that grows at its end (a log, a history) is, at each superstep, the last one
+    with an element more: every full page is the same, yet looking each one up costs a
+    slice, a tuple and a lookup per page, O(state) a superstep. One comparison of the heads
+    (in C, identity first) costs far less. Equal heads cut the same: the head kept holds
+    only strings, and a JSON value equal to a string is that string (``str`` subclasses
+    are cut as their base)."""
+    first = xs[0]
+    hit = heads.get(first) if type(first) is str else None
+    if hit is None:
+        return 0, []
+    head, level = hit
+    done = len(head)
+    if done > len(xs) or (xs[:done] if type(xs) is list else list(xs[:done])) != head:
+        return 0, []
+    return done, level
+
+
+def keep_head(
+    heads: Heads,
+    xs: list[Any] | tuple[Any, ...],
+    level: list[Any],
+    done: int,
+    page_size: int,
+) -> int:
+    """Keep ``xs``'s full pages and what they gave (``level``: a result per page) for the
+    next ``known_head``, when more of them are full than the ``done`` it found and all are
+    pages of strings; the weight added (8 a new element held)."""
+    full = len(xs) - len(xs) % page_size
+    if full <= done or not all(type(x) is str for x in xs[done:full]):
+        return 0
+    heads[xs[0]] = (list(xs[:full]), level[: full // page_size])
+    return 8 * (full - done)
 
 
 def _same(a: Any, b: Any) -> bool:

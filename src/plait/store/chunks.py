@@ -32,8 +32,9 @@ The cut is a pure function of the value, so equal values always give equal nodes
 process. This module never touches a database, a file or the clock. ``encode`` and
 ``decode`` are pure apart from two caches that only save work: ``HashMemo`` (hashes of
 large strings and of pages of strings, so an unchanged document is not re-hashed every
-superstep) and ``decode``'s cache of parsed nodes. What is already stored is the caller's
-knowledge (``known``), never this module's.
+superstep, and the head of a long list of strings, so a list that grows at its end is not
+looked at page by page every superstep) and ``decode``'s cache of parsed nodes. What is
+already stored is the caller's knowledge (``known``), never this module's.
 """
 
 from __future__ import annotations
@@ -51,7 +52,15 @@ from plait.core.canonical import (
     loads,
 )
 from plait.core.merkle import ChunkError as ChunkError
-from plait.core.merkle import DecodedTexts, float_text, maybe_small, tree_text
+from plait.core.merkle import (
+    DecodedTexts,
+    Heads,
+    float_text,
+    keep_head,
+    known_head,
+    maybe_small,
+    tree_text,
+)
 from plait.core.merkle import decode as decode
 from plait.core.transcript import Entry
 
@@ -85,23 +94,26 @@ class HashMemo:
         # Immutable containers (transcript entries) by identity: the object is kept so
         # its id cannot be reused; the nodes it needed ride along in case a commit failed.
         self.frozen: dict[Any, tuple[Any, str, dict[str, bytes]]] = {}
+        # Heads of long lists of strings (``merkle.known_head``), by the cut's limits.
+        self.heads: dict[tuple[int, int], Heads] = {}
         self._weight = 0
         self._max_weight = max_weight
 
     def put(self, key: Hashable, digest: str, weight: int) -> None:
-        if self._weight + weight > self._max_weight:
-            self.hashes.clear()
-            self.frozen.clear()
-            self._weight = 0
+        self.weigh(weight)
         self.hashes[key] = digest
-        self._weight += weight
 
     def put_frozen(self, key: Any, entry: tuple[Any, str, dict[str, bytes]], weight: int) -> None:
+        self.weigh(weight)
+        self.frozen[key] = entry
+
+    def weigh(self, weight: int) -> None:
+        """Count ``weight`` more kept; past the bound, forget everything first."""
         if self._weight + weight > self._max_weight:
             self.hashes.clear()
             self.frozen.clear()
+            self.heads.clear()
             self._weight = 0
-        self.frozen[key] = entry
         self._weight += weight
 
     def __len__(self) -> int:
@@ -386,7 +398,14 @@ class _Cutter:
                 return fast
             text = '{"l":[' + ",".join([value(x) for x in xs]) + "]}"
             return text if len(text) < self.limit else self.cut(text)
-        level = [self.page_node(xs[i : i + page]) for i in range(0, len(xs), page)]
+        memo = self.memo
+        heads = None if memo is None else memo.heads.setdefault((self.limit, page), {})
+        done, level = (0, []) if heads is None else known_head(heads, xs)
+        if done and not _all_known(self.known, level):
+            done, level = 0, []  # a page's node must be handed out again
+        level = level + [self.page_node(xs[i : i + page]) for i in range(done, len(xs), page)]
+        if memo is not None and heads is not None:
+            memo.weigh(keep_head(heads, xs, level, done, page))
         while len(level) > page:
             level = [self.store(tree_text(level[i : i + page])) for i in range(0, len(level), page)]
         text = tree_text(level)
@@ -451,6 +470,13 @@ class _Cutter:
 
 
 _ONLY_STR = {str}
+
+
+def _all_known(known: Container[str], digests: list[str]) -> bool:
+    """Whether every one of ``digests`` is in ``known`` (a set's, in one C call)."""
+    if type(known) is set or type(known) is frozenset:
+        return known.issuperset(digests)
+    return all(digest in known for digest in digests)
 
 
 def _same(a: Any, b: Any) -> bool:
