@@ -60,6 +60,7 @@ from plait.store.sql import SQLITE
 from plait.store.sqlite_inserts import ROWS_PER_INSERT, first_duplicate, insert_fenced, insert_rows
 from plait.store.sqlite_schema import migrate
 from plait.store.wal import BACKSTOP_PAGES, WalCheckpointer
+from plait.store.wal_index import CommitWatch
 
 DURABILITY = {"normal": "NORMAL", "strict": "FULL"}
 """``durability`` -> ``PRAGMA synchronous``: NORMAL survives a process crash, FULL power loss."""
@@ -142,6 +143,10 @@ class SqliteStore:
             raise
         # Checkpoints off the committing thread (wal.py); SQLite's own is the backstop.
         self._checkpointer = None if read_only or memory else WalCheckpointer(self.path)
+        # Whether anybody committed since the last poll, without a read transaction.
+        self._commits = CommitWatch()
+        if not (read_only or memory):
+            self._commits.open(self.path)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path!r}, durability={self.durability!r})"
@@ -462,6 +467,7 @@ class SqliteStore:
                 self._insert_nodes(conn, run_id, nodes)
                 if release and token is not None:
                     sql.release_lease(conn, SQLITE, run_id, token)
+            self._commits.committed()
             self._nodes.remember(nodes)
             if token is not None and not release:  # a lease given up commits no more
                 if len(self._last_seq) >= sql.WATCH_LIMIT:
@@ -490,6 +496,7 @@ class SqliteStore:
             if op[0] == "record" and op[3] != "feed":
                 self._records_written += 1
         self._last_seq[run_id] = last + inserted
+        self._commits.committed()
         if self._checkpointer is not None:
             self._checkpointer.committed()
         return True
@@ -552,10 +559,14 @@ class SqliteStore:
         """
         watch = (run_id, kinds if type(kinds) is tuple else tuple(kinds))
         with self._lock:
-            try:
-                (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
-            except sqlite3.Error as exc:
-                raise self._storage_error(exc) from exc
+            data_version = self._commits.version()  # nobody committed since it was asked
+            if data_version is None:
+                header = self._commits.header()
+                try:
+                    (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
+                except sqlite3.Error as exc:
+                    raise self._storage_error(exc) from exc
+                self._commits.asked(header, data_version)
             version = (data_version, self._records_written)
             known = self._nothing_after.get(watch)
             if known is not None and known[0] == version and after_seq >= known[1]:
@@ -611,6 +622,7 @@ class SqliteStore:
         with self._lock:
             if self._checkpointer is not None:
                 self._checkpointer.close()
+            self._commits.close()  # unmapped while the connection still keeps the file
             self._conn.close()
 
     # --- internals ---
