@@ -1,10 +1,15 @@
 """A drive's result names the plan its manifest pins; the hash is taken when first read
-(a worker never reads it), from the manifest the drive was given."""
+(a worker never reads it), from the manifest the drive was given. A blocking run hands
+it back without formatting it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from plait import Runtime, Workflow
 from plait.driver.run_result import RunResult
 from plait.workflow.plan_hash import plan_hash
 
@@ -40,3 +45,27 @@ def test_results_on_other_versions_are_not_equal() -> None:
     )
     assert result().on_version({"workflow": WORKFLOW}) != result().on_version({"workflow": newer})
     assert result().on_version({"workflow": WORKFLOW}) != result()
+
+
+def test_a_blocking_run_never_formats_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_sync`` hands the result back without asyncio's runner formatting it on its
+    way out (which it does for its main task's result: a whole context, megabytes for a
+    long run, built and dropped)."""
+    formatted: list[str] = []
+    plain_repr = RunResult.__repr__
+
+    def counting(self: RunResult) -> str:
+        formatted.append(self.run_id)
+        return plain_repr(self)
+
+    monkeypatch.setattr(RunResult, "__repr__", counting)
+
+    def finish() -> dict[str, Any]:
+        return {"done": True}
+
+    workflow = Workflow.new("one").node("a", tool=finish)
+    with Runtime(f"sqlite:///{tmp_path / 'r.db'}") as rt:
+        assert rt.run_sync(workflow).status == "completed"
+    assert formatted == []

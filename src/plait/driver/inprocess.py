@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from plait.core.events import ClockReading, Event, Start
 from plait.core.state import SchedulerState
+from plait.driver.blocking import run_blocking
 from plait.driver.clock import Clock, clock_from_env
 from plait.driver.dispatcher import dispatcher_for
 from plait.driver.environment import make_env
@@ -71,4 +71,4 @@ async def run_in_memory(
 
 def run_sync(workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
     """Synchronous ``run_in_memory`` for scripts and tests."""
-    return asyncio.run(run_in_memory(workflow, input, **kwargs))
+    return run_blocking(run_in_memory(workflow, input, **kwargs))

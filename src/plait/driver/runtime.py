@@ -379,16 +379,16 @@ class Runtime:
         steering.raise_budget(self.host, run_id, raised, self.principal)
 
     def run_sync(self, workflow: Workflow, input: Any = None, **kwargs: Any) -> RunResult:
-        import asyncio
+        from plait.driver.blocking import run_blocking
 
-        return asyncio.run(self.start(workflow, input, **kwargs))
+        return run_blocking(self.start(workflow, input, **kwargs))
 
     def resume_sync(self, run_id: str, **kwargs: Any) -> RunResult:
-        import asyncio
+        from plait.driver.blocking import run_blocking
 
-        return asyncio.run(self.resume(run_id, **kwargs))
+        return run_blocking(self.resume(run_id, **kwargs))
 
     def fork_sync(self, run_id: str, **kwargs: Any) -> RunResult:
-        import asyncio
+        from plait.driver.blocking import run_blocking
 
-        return asyncio.run(self.fork(run_id, **kwargs))
+        return run_blocking(self.fork(run_id, **kwargs))
