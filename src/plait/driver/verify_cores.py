@@ -61,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 import os
 import signal
 import sys
@@ -91,8 +92,7 @@ from plait.driver.replay import (
     replay,
 )
 from plait.store import wal
-from plait.store.base import JournalMark, RangeReads, Store
-from plait.store.chunks import kept_whole
+from plait.store.base import JournalMarks, RangeReads, Store
 from plait.store.rows import KIND, SEQ, JournalRows
 from plait.store.wal import THREAD_NAME as WAL_THREAD
 
@@ -147,22 +147,16 @@ class Outline:
     plain: bool
 
     @staticmethod
-    def of_marks(marks: list[JournalMark]) -> Outline:
-        """The outline of ``RangeReads.journal_marks``: a fork or a migration record, or
-        a feed kept whole whose text names a resume or a budget raise, and the run is not
-        plain (each segment checks its own feeds all the same: a feed cut into nodes, whose
-        text is not at hand here, included)."""
-        feeds, checkpoints, plain = [], [], True
-        for seq, item, kind, payload in marks:
-            if item == "checkpoint":
-                checkpoints.append(seq)
-            elif kind == FEED:
-                feeds.append(seq)
-                text = None if payload is None else kept_whole(payload)
-                plain = plain and (text is None or not _names_a_change(text))
-            elif kind == "fork" or kind == MIGRATE:
-                plain = False
-        return Outline(feeds, checkpoints, plain)
+    def of_marks(marks: JournalMarks) -> Outline:
+        """The outline of ``RangeReads.journal_marks``: a fork or a migration record, or a
+        feed whose stored payload names a resume or a budget raise, and the run is not
+        plain. The names are searched for in every feed's payload as stored, at once: a
+        feed cut into nodes whose head names one is seen here too, one whose nodes name it
+        only by its segment, which checks its own feeds all the same."""
+        plain = "fork" not in marks.kinds and MIGRATE not in marks.kinds
+        return Outline(
+            marks.feeds, marks.checkpoints, plain and not _names_a_change(marks.feed_texts)
+        )
 
     @staticmethod
     def of_rows(journal: JournalRows) -> Outline:
@@ -361,14 +355,30 @@ def plan_segments(
     outline = _outline(run)
     feeds = len(outline.feeds)
     count = min(workers, feeds // max(MIN_SEGMENT_FEEDS if min_feeds is None else min_feeds, 1))
-    positions = start_positions(outline)
     shares = count - 1 + FIRST_SHARE
     starts: list[int] = []
     for part in range(1, count):
-        index = bisect_left(positions, (part - 1 + FIRST_SHARE) * feeds / shares)
-        if index < len(positions) and (not starts or positions[index] > starts[-1]):
-            starts.append(positions[index])
+        at = _start_from(outline, math.ceil((part - 1 + FIRST_SHARE) * feeds / shares))
+        if at is not None and (not starts or at > starts[-1]):
+            starts.append(at)
     return segments_from(outline, starts)
+
+
+def _start_from(outline: Outline, at: int) -> int | None:
+    """The first of ``start_positions`` from position ``at`` on (None: there is none),
+    found by looking at the feeds from there on only: a plan cuts a run in a few places,
+    and nearly every feed of a run has a checkpoint since the feed before it."""
+    feeds, checkpoints = outline.feeds, outline.checkpoints
+    at = max(at, 1)
+    if at >= len(feeds):
+        return None
+    before = bisect_left(checkpoints, feeds[at - 1])
+    for position in range(at, len(feeds)):
+        since = bisect_left(checkpoints, feeds[position])
+        if since > before:
+            return position
+        before = since
+    return None
 
 
 def _outline(run: Outline | JournalRows) -> Outline:
