@@ -467,6 +467,18 @@ def test_the_marks_outline_the_run_as_its_whole_journal_does(loop_db):
         assert rt.store.journal_marks("nobody") == JournalMarks([], [], frozenset(), "")
 
 
+def test_the_marks_tell_a_run_not_plain_by_a_record_kind_or_a_name_in_any_feed_text():
+    feed = '{"j":{"events":[{"clock":1}]}}'
+    cut = '{"c":"ab12","events":"n:cd34","resume_from":3}'  # a head of nodes naming one
+    assert Outline.of_marks(JournalMarks([2], [1, 3], frozenset(), f"{feed},{feed}")).plain
+    assert Outline.of_marks(JournalMarks([2], [1], frozenset({"outcome"}), feed)).plain
+    for kind in ("fork", "migrate"):
+        assert not Outline.of_marks(JournalMarks([2], [1], frozenset({kind}), feed)).plain
+    assert not Outline.of_marks(JournalMarks([2], [1, 3], frozenset(), f"{feed},{cut}")).plain
+    raised = '{"j":{"events":[{"budget_raised":{"max_supersteps":9}}]}}'
+    assert not Outline.of_marks(JournalMarks([2], [1, 3], frozenset(), f"{raised},{feed}")).plain
+
+
 def test_the_cut_rule_where_checkpoints_are_few():
     # feeds every 4 seqs; a segment starts only at a feed with a checkpoint since the last
     feeds = list(range(1, 400, 4))
