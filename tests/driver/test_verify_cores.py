@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import sqlite3
 import subprocess
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from plait.core.errors import PlaitError
 from plait.driver import verify_cores
 from plait.driver.verify import _pinned_env
 from plait.driver.verify_cores import (
+    FIRST_SHARE,
     Outline,
     Segment,
     Verdict,
@@ -46,6 +49,7 @@ from plait.driver.verify_cores import (
     verify_segments,
 )
 from plait.store import wal
+from plait.store.base import JournalMarks
 from plait.store.rows import ITEM, KIND, SEQ
 from plait.store.wal import THREAD_NAME
 
@@ -408,7 +412,7 @@ def test_the_parent_reads_only_the_rows_of_its_own_segment(loop_db):
         ranges = [tuple(map(int, m.groups())) for s in reads if (m := _RANGE.search(s))]
         assert ranges == [(0, segments[1].first - 1)]  # its rows, not a child's
         assert len(reads) == 2  # and the marks: no payload but feeds', read once
-        assert "CASE WHEN record_kind = 'feed' THEN payload END" in reads[0]
+        assert "group_concat(payload) FILTER (WHERE record_kind = 'feed')" in reads[0]
 
 
 @pytest.mark.usefixtures("small_segments", "no_child_left")
@@ -460,7 +464,19 @@ def test_the_marks_outline_the_run_as_its_whole_journal_does(loop_db):
         marked = Outline.of_marks(rt.store.journal_marks("r"))
         assert marked == Outline.of_rows(rt.store.journal_rows("r"))
         assert len(marked.feeds) == STEPS + 2 and marked.plain
-        assert rt.store.journal_marks("nobody") == []
+        assert rt.store.journal_marks("nobody") == JournalMarks([], [], frozenset(), "")
+
+
+def test_the_marks_tell_a_run_not_plain_by_a_record_kind_or_a_name_in_any_feed_text():
+    feed = '{"j":{"events":[{"clock":1}]}}'
+    cut = '{"c":"ab12","events":"n:cd34","resume_from":3}'  # a head of nodes naming one
+    assert Outline.of_marks(JournalMarks([2], [1, 3], frozenset(), f"{feed},{feed}")).plain
+    assert Outline.of_marks(JournalMarks([2], [1], frozenset({"outcome"}), feed)).plain
+    for kind in ("fork", "migrate"):
+        assert not Outline.of_marks(JournalMarks([2], [1], frozenset({kind}), feed)).plain
+    assert not Outline.of_marks(JournalMarks([2], [1, 3], frozenset(), f"{feed},{cut}")).plain
+    raised = '{"j":{"events":[{"budget_raised":{"max_supersteps":9}}]}}'
+    assert not Outline.of_marks(JournalMarks([2], [1, 3], frozenset(), f"{raised},{feed}")).plain
 
 
 def test_the_cut_rule_where_checkpoints_are_few():
@@ -479,6 +495,32 @@ def test_the_cut_rule_where_checkpoints_are_few():
     assert start_positions(early) == [1]
     assert [s.first for s in plan_segments(early, 3, min_feeds=5)] == [0]
     assert segments_from(early, []) == [Segment(0, None, 0, None)]
+
+
+def _plan_by_every_start(outline: Outline, workers: int, min_feeds: int) -> list[Segment]:
+    """The plan as the eighth round made it: every start position listed, then bisected."""
+    feeds = len(outline.feeds)
+    count = min(workers, feeds // min_feeds)
+    positions = start_positions(outline)
+    shares = count - 1 + FIRST_SHARE
+    starts: list[int] = []
+    for part in range(1, count):
+        index = bisect_left(positions, (part - 1 + FIRST_SHARE) * feeds / shares)
+        if index < len(positions) and (not starts or positions[index] > starts[-1]):
+            starts.append(positions[index])
+    return segments_from(outline, starts)
+
+
+def test_the_plan_looks_for_each_start_from_its_share_as_a_list_of_every_start_does():
+    chance = random.Random(22)
+    for _ in range(300):
+        seqs = sorted(chance.sample(range(1, 2000), chance.randrange(2, 400)))
+        feeds = [seq for seq in seqs if chance.random() < 0.5]
+        checkpoints = [seq for seq in seqs if seq not in feeds and chance.random() < 0.3]
+        outline = Outline(feeds, checkpoints, True)
+        for workers, min_feeds in [(2, 1), (3, 5), (4, 20), (8, 3)]:
+            want = _plan_by_every_start(outline, workers, min_feeds)
+            assert plan_segments(outline, workers, min_feeds) == want
 
 
 # --- a segment whose rows are not plain -------------------------------------------------------

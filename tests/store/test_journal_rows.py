@@ -8,6 +8,8 @@ SQLite and PostgreSQL (``backend``)."""
 from __future__ import annotations
 
 import random
+import sqlite3
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,7 +25,7 @@ from plait.store import (
     RunInfo,
     Store,
 )
-from plait.store.base import RangeReads
+from plait.store.base import JournalMarks, RangeReads
 from plait.store.rows import (
     EXECUTOR,
     KEY,
@@ -252,10 +254,17 @@ def test_a_range_of_the_rows_is_that_slice_of_them_and_the_marks_name_them(tmp_p
                 assert part.rows == want, (first, last)
                 part.check()  # the cut rows of a range decode as the whole journal's
         marks = store.journal_marks("r1")
-        kept = [r for r in whole.rows if r[1] in ("checkpoint", "record")]
-        assert [m[:3] for m in marks] == [(r[SEQ], r[1], r[KIND]) for r in kept]
-        assert [m[3] is not None for m in marks] == [r[KIND] == "feed" for r in kept]
-        assert store.journal_marks("nobody") == []
+        feeds = [r for r in whole.rows if r[1] == "record" and r[KIND] == "feed"]
+        assert marks.checkpoints == [r[SEQ] for r in whole.rows if r[1] == "checkpoint"]
+        assert marks.feeds == [r[SEQ] for r in feeds] and feeds
+        others = {r[KIND] for r in whole.rows if r[1] == "record" and r[KIND] != "feed"}
+        assert marks.kinds == others
+        with closing(sqlite3.connect(tmp_path / "range.db")) as conn:
+            query = "SELECT payload FROM journal WHERE record_kind = 'feed'"
+            stored = [row[0] for row in conn.execute(query)]
+        assert len(marks.feed_texts) == len(",".join(stored))
+        assert all(text in marks.feed_texts for text in stored)
+        assert store.journal_marks("nobody") == JournalMarks([], [], frozenset(), "")
         with pytest.raises(PlaitError) as unknown:
             store.journal_range("nobody", 0, None)
         assert unknown.value.code == "E017"

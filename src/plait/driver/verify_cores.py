@@ -24,8 +24,8 @@ re-emission there: compared all the same).
 Which runs are split (``plain``): engine epoch 3 or later, no reshape (``verify
 --workflow``), no fork or migration record, no feed that resumes from a checkpoint or
 raises a budget (told before the fork from the rows' kinds and the feeds' stored texts,
-and checked again by each segment over its own rows: a feed cut into nodes is seen only
-there, and fails its segment). Everything else is replayed in one process, as before. A
+and checked again by each segment over its own rows: a name held in a feed's nodes is
+seen only there, and fails its segment). Everything else is replayed in one process, as before. A
 segment compares each checkpoint as the whole replay does from epoch 3 on, by the Merkle
 digest and size the step computed against the journal row's: it needs no stored bytes. Runs of
 epochs 1 and 2 stay in one process: their checkpoints are compared by their bytes, which
@@ -37,8 +37,9 @@ thread than SQLite WAL checkpointers (``can_fork``: a forked child inherits any 
 another thread holds; the fork waits until each checkpointer is between two SQLite calls,
 ``wal.idle``). Each process reads its own rows when the store can hand a child a
 connection of its own (``RangeReads``: SQLite, on a file; ``verify_apart``): before the
-fork the parent reads only the seqs and kinds of the checkpoint and record rows, and the
-feeds' stored texts (``journal_marks``: what the plan and the plain check need); after
+fork the parent reads only the seqs of the checkpoints and feeds, the other records'
+kinds and the feeds' stored texts, in one row (``journal_marks``: what the plan and the
+plain check need); after
 it, it reads its own segment's rows, and each child opens a new read-only store on the
 file (never a connection, cursor or lock inherited from the parent: SQLite forbids
 carrying a connection across a fork, not opening one after it), reads its starting
@@ -61,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 import os
 import signal
 import sys
@@ -91,8 +93,7 @@ from plait.driver.replay import (
     replay,
 )
 from plait.store import wal
-from plait.store.base import JournalMark, RangeReads, Store
-from plait.store.chunks import kept_whole
+from plait.store.base import JournalMarks, RangeReads, Store
 from plait.store.rows import KIND, SEQ, JournalRows
 from plait.store.wal import THREAD_NAME as WAL_THREAD
 
@@ -101,13 +102,14 @@ MIN_SEGMENT_FEEDS = 200
 segment from its checkpoint cost more than the segment saves (docs/benchmarks.md,
 "Seventh round")."""
 
-FIRST_SHARE = 1.1
+FIRST_SHARE = 1.15
 """The first segment's share of a run's feeds, against 1 for each other segment. The
-parent replays it after reading what the plan needs (~4 ms at 1,000 steps), but a child
-spends more before its first step and more on its way (a store opened afresh, its rows
-read, copy-on-write faults on the parent's pages that no instruction count shows):
-measured in wall time, the parent's longer share ends both together (docs/benchmarks.md,
-"Eighth round")."""
+parent replays it after reading what the plan needs (~2 ms of CPU at 1,000 steps), but a
+child spends more before its first step and more on its way (a store opened afresh, its
+rows read, copy-on-write faults on the parent's pages that no instruction count shows):
+the parent's longer share ends both together. 1.1 was chosen in wall time when the plan's
+read cost the parent ~1 ms of CPU more (docs/benchmarks.md, "Eighth round"); 1.15 keeps
+the parent's CPU as far ahead of a child's as 1.1 did then (``verifyfixed``)."""
 
 
 def _names_a_change(text: str) -> bool:
@@ -147,22 +149,16 @@ class Outline:
     plain: bool
 
     @staticmethod
-    def of_marks(marks: list[JournalMark]) -> Outline:
-        """The outline of ``RangeReads.journal_marks``: a fork or a migration record, or
-        a feed kept whole whose text names a resume or a budget raise, and the run is not
-        plain (each segment checks its own feeds all the same: a feed cut into nodes, whose
-        text is not at hand here, included)."""
-        feeds, checkpoints, plain = [], [], True
-        for seq, item, kind, payload in marks:
-            if item == "checkpoint":
-                checkpoints.append(seq)
-            elif kind == FEED:
-                feeds.append(seq)
-                text = None if payload is None else kept_whole(payload)
-                plain = plain and (text is None or not _names_a_change(text))
-            elif kind == "fork" or kind == MIGRATE:
-                plain = False
-        return Outline(feeds, checkpoints, plain)
+    def of_marks(marks: JournalMarks) -> Outline:
+        """The outline of ``RangeReads.journal_marks``: a fork or a migration record, or a
+        feed whose stored payload names a resume or a budget raise, and the run is not
+        plain. The names are searched for in every feed's payload as stored, at once: a
+        feed cut into nodes whose head names one is seen here too, one whose nodes name it
+        only by its segment, which checks its own feeds all the same."""
+        plain = "fork" not in marks.kinds and MIGRATE not in marks.kinds
+        return Outline(
+            marks.feeds, marks.checkpoints, plain and not _names_a_change(marks.feed_texts)
+        )
 
     @staticmethod
     def of_rows(journal: JournalRows) -> Outline:
@@ -361,14 +357,30 @@ def plan_segments(
     outline = _outline(run)
     feeds = len(outline.feeds)
     count = min(workers, feeds // max(MIN_SEGMENT_FEEDS if min_feeds is None else min_feeds, 1))
-    positions = start_positions(outline)
     shares = count - 1 + FIRST_SHARE
     starts: list[int] = []
     for part in range(1, count):
-        index = bisect_left(positions, (part - 1 + FIRST_SHARE) * feeds / shares)
-        if index < len(positions) and (not starts or positions[index] > starts[-1]):
-            starts.append(positions[index])
+        at = _start_from(outline, math.ceil((part - 1 + FIRST_SHARE) * feeds / shares))
+        if at is not None and (not starts or at > starts[-1]):
+            starts.append(at)
     return segments_from(outline, starts)
+
+
+def _start_from(outline: Outline, at: int) -> int | None:
+    """The first of ``start_positions`` from position ``at`` on (None: there is none),
+    found by looking at the feeds from there on only: a plan cuts a run in a few places,
+    and nearly every feed of a run has a checkpoint since the feed before it."""
+    feeds, checkpoints = outline.feeds, outline.checkpoints
+    at = max(at, 1)
+    if at >= len(feeds):
+        return None
+    before = bisect_left(checkpoints, feeds[at - 1])
+    for position in range(at, len(feeds)):
+        since = bisect_left(checkpoints, feeds[position])
+        if since > before:
+            return position
+        before = since
+    return None
 
 
 def _outline(run: Outline | JournalRows) -> Outline:

@@ -13,6 +13,7 @@ checkpoint, E020 storage error, E021 lease lost.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from plait.core.canonical import JSON
@@ -275,9 +276,17 @@ class WorkStore(Store, Protocol):
         ...
 
 
-JournalMark = tuple[int, str, str | None, str | None]
-"""A journal row as ``RangeReads.journal_marks`` gives it: seq, item, record kind, and a
-feed record's payload as stored (None for any other row)."""
+@dataclass(frozen=True)
+class JournalMarks:
+    """What ``RangeReads.journal_marks`` reads of a run's journal: the seqs of its
+    checkpoints and of its feed records (each ascending), the kinds of its other records,
+    and every feed's payload as stored, joined by commas (a name with no comma in it that
+    is found in them is in one payload)."""
+
+    checkpoints: list[int]
+    feeds: list[int]
+    kinds: frozenset[str]
+    feed_texts: str
 
 
 @runtime_checkable
@@ -297,11 +306,11 @@ class RangeReads(Protocol):
         across a fork; opening one after it is fine)."""
         ...
 
-    def journal_marks(self, run_id: str) -> list[JournalMark]:
-        """The seq, item and record kind of every checkpoint and record row of the run, in
-        seq order, with a feed's payload as stored (what tells a plain run from its feeds'
-        texts), and no other payload: what verify plans its segments by before it forks.
-        An unknown run has none."""
+    def journal_marks(self, run_id: str) -> JournalMarks:
+        """The seqs of the run's checkpoints and feeds, the kinds of its other records, and
+        its feeds' payloads as stored (what tells a plain run from its feeds' texts), and
+        no other payload: what verify plans its segments by before it forks. An unknown
+        run has none."""
         ...
 
     def journal_range(self, run_id: str, first_seq: int, last_seq: int | None) -> JournalRows:

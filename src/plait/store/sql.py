@@ -14,6 +14,7 @@ it never reads the clock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,7 +24,7 @@ from plait.core.canonical import JSON, dumpb
 from plait.core.canonical import digest as sha256_hex
 from plait.core.errors import PlaitError
 from plait.core.merkle import merkle_digest
-from plait.store.base import corrupted_checkpoint, unknown_run
+from plait.store.base import JournalMarks, corrupted_checkpoint, unknown_run
 from plait.store.chunks import (
     WHOLE_PREFIX,
     HashMemo,
@@ -109,11 +110,18 @@ RAW_ROWS = f"SELECT {RAW_SELECT} FROM journal WHERE run_id = ?"
 """A run's journal rows as ``JournalRows`` holds them, unordered: only the columns a replay
 reads (every column a row carries costs its fetch)."""
 JOURNAL_MARKS = (
-    "SELECT seq, item, record_kind, CASE WHEN record_kind = 'feed' THEN payload END"
-    " FROM journal WHERE run_id = ? AND item IN ('checkpoint', 'record') ORDER BY seq"
+    "SELECT group_concat(seq) FILTER (WHERE item = 'checkpoint'),"
+    " group_concat(seq) FILTER (WHERE record_kind = 'feed'),"
+    " group_concat(record_kind) FILTER (WHERE record_kind <> 'feed'),"
+    " group_concat(payload) FILTER (WHERE record_kind = 'feed')"
+    " FROM journal WHERE run_id = ? AND item IN ('checkpoint', 'record')"
 )
-"""``RangeReads.journal_marks``: a run's checkpoint and record rows, the payload of feeds
-only (a few hundred bytes each; a checkpoint's is not read)."""
+"""``RangeReads.journal_marks`` in one row (``marks_of``): a run's checkpoints' seqs, its
+feeds' seqs, its other records' kinds, its feeds' payloads (a few hundred bytes each; a
+checkpoint's is not read), each joined with commas. One row of four texts, not a row per
+checkpoint and record: each column of each row fetched costs Python's ``sqlite3`` ~1 k
+instructions (the GIL released and taken around it, a tuple, a string), SQLite's
+concatenation a few dozen (``FILTER``: ~20% fewer than ``CASE``)."""
 RAW_RANGE = RAW_ROWS + " AND seq >= ? AND seq <= ? ORDER BY seq"
 """``RAW_ROWS`` of a seq range, in order (verify on every core: each process its own)."""
 LAST_SEQ = 2**63 - 1
@@ -369,6 +377,22 @@ def journal_rows_of(
             except Exception as exc:  # raised again when the row is read or checked
                 decoded[index] = exc
     return JournalRows(run_id, rows, decoded)
+
+
+def marks_of(row: tuple[str | None, str | None, str | None, str | None]) -> JournalMarks:
+    """The marks ``JOURNAL_MARKS``'s row holds (every column NULL for an unknown run). The
+    seqs are sorted here: SQL leaves the order of ``group_concat`` unsaid."""
+    checkpoints, feeds, kinds, texts = row
+    other = frozenset(() if kinds is None else kinds.split(","))
+    return JournalMarks(_seqs(checkpoints), _seqs(feeds), other, texts or "")
+
+
+def _seqs(text: str | None) -> list[int]:
+    """The seqs ``group_concat`` joined with commas, ascending: read as one JSON array
+    (a third of the instructions of ``int`` on each piece of the split text)."""
+    seqs: list[int] = [] if text is None else json.loads(f"[{text}]")
+    seqs.sort()
+    return seqs
 
 
 def read_checkpoint(

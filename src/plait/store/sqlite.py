@@ -28,7 +28,7 @@ from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import claims, run_pages, schedules, sql, tokens
 from plait.store.base import (
-    JournalMark,
+    JournalMarks,
     Listener,
     RangeReads,
     ScheduleStore,
@@ -522,10 +522,9 @@ class SqliteStore:
             raise PlaitError("E020", "an in-memory database cannot be opened again")
         return SqliteStore(self._file, self.durability, read_only=True)
 
-    def journal_marks(self, run_id: str) -> list[JournalMark]:
+    def journal_marks(self, run_id: str) -> JournalMarks:
         with self._lock, self._read() as conn:
-            rows: list[JournalMark] = conn.execute(sql.JOURNAL_MARKS, (run_id,)).fetchall()
-            return rows
+            return sql.marks_of(conn.execute(sql.JOURNAL_MARKS, (run_id,)).fetchone())
 
     def journal_range(self, run_id: str, first_seq: int, last_seq: int | None) -> JournalRows:
         last = sql.LAST_SEQ if last_seq is None else last_seq
