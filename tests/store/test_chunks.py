@@ -145,6 +145,19 @@ def test_a_remembered_head_still_hands_out_the_pages_the_store_lacks() -> None:
     assert encode({"log": changed}, memo=memo) == encode({"log": changed})
 
 
+def test_a_remembered_full_group_is_handed_out_again_when_the_store_lacks_it() -> None:
+    """Full groups of page hashes are remembered like full pages: left out when known,
+    handed out again when not."""
+    memo = HashMemo()
+    log = [f"{i:0300d}" for i in range(20)]
+    first = encode({"log": log}, memo=memo, page_size=2)
+    grown = [*log, "x" * 300]
+    assert encode({"log": grown}, memo=memo, page_size=2) == encode({"log": grown}, page_size=2)
+    known = encode({"log": grown}, memo=memo, page_size=2, known=first.nodes.keys())
+    assert set(known.nodes).isdisjoint(first.nodes)
+    assert decode(known.root, {**first.nodes, **known.nodes}.__getitem__) == {"log": grown}
+
+
 def test_a_full_memo_forgets_and_stays_correct() -> None:
     memo = HashMemo(max_weight=1000)
     values = [c * 600 for c in "abc"]

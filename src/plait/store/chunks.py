@@ -407,9 +407,22 @@ class _Cutter:
         if memo is not None and heads is not None:
             memo.weigh(keep_head(heads, xs, level, done, page))
         while len(level) > page:
-            level = [self.store(tree_text(level[i : i + page])) for i in range(0, len(level), page)]
+            level = [self.group_node(level[i : i + page]) for i in range(0, len(level), page)]
         text = tree_text(level)
         return text if len(text) < self.limit else self.cut(text)
+
+    def group_node(self, hashes: list[str]) -> str:
+        """Store one node of page (or group) hashes; return its hash (remembered when the
+        group is full: it never changes again as its list grows)."""
+        memo = self.memo
+        if memo is None or len(hashes) != self.page:
+            return self.store(tree_text(hashes))
+        key = ("t", tuple(hashes))
+        digest = memo.hashes.get(key)
+        if digest is None or digest not in self.known:
+            digest = self.store(tree_text(hashes))
+            memo.put(key, digest, 64 * len(hashes))
+        return digest
 
     def frozen(self, key: Any, keep: Any, encode: Callable[[], str]) -> str:
         """Encode an immutable value once per process (by identity); replay its nodes."""
