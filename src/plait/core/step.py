@@ -203,12 +203,15 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         return
     phase.outstanding.discard(key)
     spent = state.spent
-    spent.storage_bytes += journal_bytes(outcome)
     if isinstance(outcome, Completed):
+        size = outcome.size  # (journal_bytes' answer when the driver knows it: no call)
+        spent.storage_bytes += journal_bytes(outcome) if size is None else size
         usage = outcome.usage
         spent.input_tokens += usage.input_tokens
         spent.output_tokens += usage.output_tokens
         spent.usd_micros += usage.usd_micros
+    else:
+        spent.storage_bytes += journal_bytes(outcome)
     entry = state.pending_asks.get(call_id(key)) if state.pending_asks else None
     if entry is not None and entry.child is not None:
         del state.pending_asks[call_id(key)]  # the child finished within the wave
@@ -378,7 +381,9 @@ def _open_superstep(s: StepContext) -> None:
             INBOX_KEY, state.context.get(INBOX_KEY, MISSING), state.inbox
         )
         state.inbox = []
-    phase = OpenPhase(set(), {}, DecisionRecord(state.superstep, state.clock_ms))
+    # Every field given, its empty lists as literals: a default factory is a call each.
+    record = DecisionRecord(state.superstep, state.clock_ms, 0, [], [], [], [], [], [])
+    phase = OpenPhase(set(), {}, record, {})
     state.phase = phase
     for node, ns in enumerate(state.node_state):
         if ns == READY:
