@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import operator
 from collections.abc import Callable
@@ -455,3 +456,35 @@ def test_any_text_either_parses_or_is_rejected_with_a_position_inside_it(
         assert f"position {err.position}" in err.message
     else:
         assert evaluate(cond, context) in (True, False)
+
+
+# --- the evaluator made at parse time --------------------------------------------------------
+
+ORDERINGS = [f"{key} {op} {n}" for key in ("a", "x-y") for op in ("<", "<=", ">", ">=")
+             for n in ("0", "-2", "1.5", "7")]  # fmt: skip
+
+
+class _Sub(dict):  # type: ignore[type-arg]
+    """A dict subclass: an object for the condition language, as ``isinstance`` says."""
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(ORDERINGS), contexts | json_values.map(lambda v: _Sub(a=v)))
+def test_a_top_level_ordering_evaluates_as_the_tree_walk_does(text: str, context: Any) -> None:
+    """``i < 10`` (a loop's bound) gets an evaluator of its own at parse time: it must
+    answer what the tree walk answers, for every context (values of every type, booleans,
+    a dict subclass, a context that is no object)."""
+    from plait.core.conditions import _eval
+
+    cond = parse_condition(text)
+    assert not isinstance(cond.holds, functools.partial)  # the evaluator of its own
+    assert cond.holds(context) is _eval(cond.root, context)
+    assert evaluate(cond, context) is _eval(cond.root, context)
+
+
+def test_the_evaluator_is_not_part_of_a_conditions_value() -> None:
+    """Two parses of one text are equal and hash alike, evaluator or not."""
+    first, second = parse_condition("a.b == 1 and c"), parse_condition("a.b == 1 and c")
+    assert first.holds is not second.holds
+    assert first == second and hash(first) == hash(second)
+    assert "holds" not in repr(first)

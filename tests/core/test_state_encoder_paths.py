@@ -30,3 +30,16 @@ def test_edge_resolutions_have_decimal_string_keys_and_read_back() -> None:
     assert encoded == [{str(e): r for e, r in res.items()} for res in state.in_res]
     assert dumps(encoded) == '[{"10":"Fired","9":"Dead"},{}]'
     assert SchedulerState.from_json(state.to_json()).in_res == state.in_res
+
+
+def test_edge_texts_looked_up_are_the_decimal_texts_at_and_past_the_tables_ends() -> None:
+    """Edge indexes below the table's end are looked up, the others made by ``str``: both
+    give the decimal text, in both forms of the state (a negative index, which no plan
+    has, is never looked up from the table's end)."""
+    edges = [0, 1, 9, 10, 1022, 1023, 1024, 1025, 100_000, -1, -1024]
+    state = _state()
+    state.in_res = [{e: EdgeRes.FIRED for e in edges}, {7: EdgeRes.DEAD}]
+    expected = [{str(e): "Fired" for e in edges}, {"7": "Dead"}]
+    assert state.to_json()["in_res"] == expected
+    assert state.to_compact_json()["in_res"] == expected
+    assert SchedulerState.from_json(state.to_compact_json()).in_res == state.in_res

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, TypeAlias
 
 from plait.core.canonical import JSON, CanonicalJSONError, loads, strict_equal
@@ -107,6 +109,12 @@ class Condition:
 
     source: str
     root: Node
+    holds: Callable[[JSON], bool] = field(init=False, compare=False, repr=False)
+    """``evaluate`` of this condition, made once (see ``_evaluator``): edges are evaluated
+    at every superstep, a loop's bound most of all."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "holds", _evaluator(self.root))
 
     def __str__(self) -> str:
         return self.source
@@ -121,7 +129,30 @@ _MISSING: Final = object()
 
 def evaluate(cond: Condition, context: JSON) -> bool:
     """Whether ``cond`` holds over ``context``. Never raises for a JSON context."""
-    return _eval(cond.root, context)
+    return cond.holds(context)
+
+
+def _evaluator(root: Node) -> Callable[[JSON], bool]:
+    """``_eval`` of ``root`` as a one-argument function. A top-level key ordered against a
+    number (``i < 10``: a loop's bound, the commonest condition) gets a function of its
+    own that does what ``_eval`` does for it in one frame instead of three; any other
+    condition is ``_eval`` itself."""
+    if not (
+        isinstance(root, Compare)
+        and len(root.path) == 1
+        and root.op in _ORDERING
+        and type(root.literal) in _PLAIN_NUMBERS
+    ):
+        return partial(_eval, root)
+    key, op, literal, compare = root.path[0], root.op, root.literal, _ORDERING[root.op]
+
+    def holds(context: JSON) -> bool:
+        value: JSON = context.get(key, _MISSING) if isinstance(context, dict) else _MISSING
+        if type(value) in _PLAIN_NUMBERS:
+            return compare(value, literal) is True  # (a plain number's ordering is a bool)
+        return _ordered(op, value, literal)
+
+    return holds
 
 
 def _eval(node: Node, context: JSON) -> bool:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from plait.core.canonical import JSON
 from plait.core.codec import INT, RecordCodec, json_field
-from plait.core.conditions import evaluate
 from plait.core.names import CALL_PREFIX as CALL_PREFIX
 from plait.core.names import BudgetAxis as BudgetAxis
 from plait.core.plan import Plan, PlanEdge
@@ -74,7 +73,8 @@ def _no_args_check(tool: str, args: JSON) -> str | None:
 
 
 def _builtin_condition(edge: PlanEdge, context: JSON) -> bool:
-    return edge.condition is None or evaluate(edge.condition, context)
+    condition = edge.condition
+    return condition is None or condition.holds(context)
 
 
 Reducer = Callable[[str, Any, JSON], JSON]

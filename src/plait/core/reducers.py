@@ -181,6 +181,7 @@ def make_reducer(reducers: Mapping[str, str]) -> Reducer:
     table = {key: _TABLE[name] for key, name in reducers.items()}
 
     def reduce(key: str, old: JSON | Missing, new: JSON) -> JSON:
-        return table.get(key, _lww)(key, old, new)
+        function = table.get(key)
+        return new if function is None else function(key, old, new)  # undeclared: _lww's
 
     return reduce

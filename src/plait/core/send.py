@@ -59,10 +59,12 @@ def _problem(s: StepContext, spawner: int, entries: Any) -> str | None:
 
 def extract_spawns(s: StepContext, phase: OpenPhase) -> None:
     """Strip ``$send`` from this superstep's results and spawn their tasks (canonical order)."""
-    if not phase.send_results and not any(
-        isinstance(r, dict) and SEND_KEY in r for r in phase.results.values()
-    ):
-        return  # no result sends: most supersteps, told without sorting anything
+    if not phase.send_results:
+        for r in phase.results.values():  # a loop: a generator in ``any`` costs a frame
+            if isinstance(r, dict) and SEND_KEY in r:
+                break
+        else:
+            return  # no result sends: most supersteps, told without sorting anything
     state = s.state
     spawners: list[tuple[int, str, dict[str, Any]]] = [
         (node, "", result)

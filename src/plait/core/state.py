@@ -160,14 +160,20 @@ _PHASE = tagged(
 _NODE_STATES = ValueCodec(None, lambda v: [node_state_of(x) for x in v])
 
 
+_EDGE_TEXTS = tuple(str(e) for e in range(1024))
+"""The decimal text of the first edge indexes: looked up, not made by a ``str`` call."""
+_EDGE_TEXT_COUNT = len(_EDGE_TEXTS)
+
+
 def _in_res_json(in_res: list[dict[int, EdgeRes]]) -> list[dict[str, EdgeRes]]:
     """Each node's edge resolutions with decimal string keys. Plain loops: encoded at
     every checkpoint, and a comprehension in a comprehension costs a frame per node."""
+    texts, count = _EDGE_TEXTS, _EDGE_TEXT_COUNT
     out = []
     for res in in_res:
         by_text = {}
         for e, r in res.items():
-            by_text[str(e)] = r
+            by_text[texts[e] if 0 <= e < count else str(e)] = r
         out.append(by_text)
     return out
 

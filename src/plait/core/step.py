@@ -79,6 +79,7 @@ WAITING, READY, DONE_OK = NodeState.WAITING, NodeState.READY, NodeState.DONE_OK
 DISPATCHED, AWAITING_CLIENT = NodeState.DISPATCHED, NodeState.AWAITING_CLIENT
 SEND_KEY = send.SEND_KEY
 INBOX_KEY = "$inbox"
+_new_tuple = tuple.__new__
 
 
 @dataclass(frozen=True)
@@ -202,12 +203,15 @@ def _resolve(s: StepContext, key: JournalKey, outcome: EffectOutcome) -> None:
         return
     phase.outstanding.discard(key)
     spent = state.spent
-    spent.storage_bytes += journal_bytes(outcome)
     if isinstance(outcome, Completed):
+        size = outcome.size  # (journal_bytes' answer when the driver knows it: no call)
+        spent.storage_bytes += journal_bytes(outcome) if size is None else size
         usage = outcome.usage
         spent.input_tokens += usage.input_tokens
         spent.output_tokens += usage.output_tokens
         spent.usd_micros += usage.usd_micros
+    else:
+        spent.storage_bytes += journal_bytes(outcome)
     entry = state.pending_asks.get(call_id(key)) if state.pending_asks else None
     if entry is not None and entry.child is not None:
         del state.pending_asks[call_id(key)]  # the child finished within the wave
@@ -296,7 +300,7 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
     # (§3.5): a loop does not take its next turn, and nobody is asked to answer.
     if state.abstract_flows and not _ending(state) and llm_loop.serve_needs(s, phase):
         return True  # (serve_needs serves nothing without flows)
-    if not _draining(state):
+    if state.cancel is None and state.exhausted is None:  # not draining (inline: a frame)
         if READY in state.node_state:
             dispatched = False
             for node in [i for i, ns in enumerate(state.node_state) if ns == READY]:
@@ -305,9 +309,10 @@ def _progress_open(s: StepContext, phase: OpenPhase) -> bool:
                 return True
         if state.send_tasks and _dispatch_tasks(s, phase):
             return True
-    only_asks = bool(phase.outstanding) and state.is_parked()
+    # (is_parked needs pending asks, _ending flows: neither is called for a run without)
+    only_asks = bool(phase.outstanding and state.pending_asks) and state.is_parked()
     settled = not phase.outstanding and (
-        _ending(state) or not state.abstract_flows or not llm_loop.has_needs(s)
+        not state.abstract_flows or _ending(state) or not llm_loop.has_needs(s)
     )
     # A cancel or a failure abandons whatever waits on the world: asks, timers and parked
     # child runs (the cancel verb, or the driver once the run has failed, cancels those).
@@ -376,7 +381,9 @@ def _open_superstep(s: StepContext) -> None:
             INBOX_KEY, state.context.get(INBOX_KEY, MISSING), state.inbox
         )
         state.inbox = []
-    phase = OpenPhase(set(), {}, DecisionRecord(state.superstep, state.clock_ms))
+    # Every field given, its empty lists as literals: a default factory is a call each.
+    record = DecisionRecord(state.superstep, state.clock_ms, 0, [], [], [], [], [], [])
+    phase = OpenPhase(set(), {}, record, {})
     state.phase = phase
     for node, ns in enumerate(state.node_state):
         if ns == READY:
@@ -407,7 +414,8 @@ def _dispatch_node(s: StepContext, phase: OpenPhase, node: int) -> bool:
         return True
     state.attempt[node] += 1
     attempt = state.attempt[node]
-    key = JournalKey(state.run_id, "", env.plan.nodes[node].id, attempt, 0, "tool")
+    # JournalKey(...) without its Python __new__ (a frame that does only this)
+    key = _new_tuple(JournalKey, (state.run_id, "", env.plan.nodes[node].id, attempt, 0, "tool"))
     phase.record.dispatched.append([node, attempt])
     move(state, node, Move.DISPATCHED)
     emit_effect(s, phase, key, executor.name, state.context)
@@ -426,8 +434,13 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
     state.context = context
     if state.failed is None and state.cancel is None and (phase.results or phase.send_results):
         send.extract_spawns(s, phase)
-    merges: list[tuple[int, JSON]] = sorted(phase.results.items())
-    nodes_done = [node for node, _ in merges]  # in index order, before any task result
+    results = phase.results
+    merges: list[tuple[int, JSON]]
+    if len(results) > 1:
+        merges = sorted(results.items())
+        nodes_done = [node for node, _ in merges]  # in index order, before any task result
+    else:  # one node's result, most supersteps: no sort, no comprehension (a frame on 3.11)
+        merges, nodes_done = [*results.items()], [*results]
     if phase.send_results:
         merges.extend((state.send_tasks[p].node, r) for p, r in send.merge_order(phase))
     for node, result in merges:
@@ -438,7 +451,7 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
             result = {output: result}
         try:
             if isinstance(result, dict):
-                for k in sorted(result):
+                for k in sorted(result) if len(result) > 1 else result:  # (one key: no sort)
                     if k == SEND_KEY:
                         continue
                     context[k] = reduce(k, context.get(k, MISSING), result[k])
@@ -453,7 +466,10 @@ def _close_superstep(s: StepContext, phase: OpenPhase) -> None:
         edges_record = record.edges
         # Every node that finished in this superstep routes its result, also one an edge
         # of a lower node re-enters meanwhile (it is Waiting again by the time it is read).
-        finished = [node for node in nodes_done if state.node_state[node] == DONE_OK]
+        if len(nodes_done) == 1:  # (no comprehension for one node: a frame on 3.11)
+            finished = nodes_done if state.node_state[nodes_done[0]] == DONE_OK else []
+        else:
+            finished = [node for node in nodes_done if state.node_state[node] == DONE_OK]
         for node in finished:
             for e in plan.out_edges[node]:
                 edge = plan.edges[e]
