@@ -552,9 +552,11 @@ class SqliteStore:
         """The records of ``kinds`` after ``after_seq``; a driver asks this between waves.
 
         Usually nothing came: when no other connection committed (SQLite's
-        ``data_version``, asked between every two waves on a kept cursor) and this one wrote
-        no record but feeds (``_records_written``: one count, not one per kind) since a
-        query found none past ``after_seq``, the answer is known without reading the journal.
+        ``data_version``, asked on a kept cursor only when the WAL index's header shows a
+        commit other than this store's own since it was last asked: ``CommitWatch``) and
+        this one wrote no record but feeds (``_records_written``: one count, not one per
+        kind) since a query found none past ``after_seq``, the answer is known without
+        reading the journal.
         """
         watch = (run_id, kinds if type(kinds) is tuple else tuple(kinds))
         with self._lock:
