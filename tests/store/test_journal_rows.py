@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from plait.core.canonical import dumpb
+from plait.core.canonical import dumpb, loads
 from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import (
@@ -26,6 +26,7 @@ from plait.store import (
     Store,
 )
 from plait.store.base import JournalMarks, RangeReads
+from plait.store.chunks import keeps_whole
 from plait.store.rows import (
     EXECUTOR,
     KEY,
@@ -38,6 +39,7 @@ from plait.store.rows import (
     JournalRows,
     key_text,
 )
+from plait.store.sql import all_kept_whole
 from plait.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -220,6 +222,100 @@ def test_rows_of_one_cut_payload_read_as_values_of_their_own(store: Store) -> No
     assert rows.rows[first][-1] == rows.rows[second][-1]
     assert rows.value(first) == rows.value(second) == BIG
     assert rows.value(first) is not rows.value(second)
+
+
+# --- the read's test of payloads kept whole (all_kept_whole), against each row's ---------
+
+PIECES = ('{"j":', "}", "\0", "", "x", '"', "\\", "é☃", '}\0{"j":', '{"r":', "{", '"j":')
+"""Pieces of payload texts, for ``all_kept_whole``: its prefix and end, its joint, NULs,
+empty texts, quotes and backslashes, text beyond ASCII."""
+
+
+def _texts(rng: random.Random) -> list[str]:
+    return ["".join(rng.choices(PIECES, k=rng.randrange(5))) for _ in range(rng.randrange(5))]
+
+
+WHOLE = ['{"j":1}', '{"j":{"x":"a\\"b\\\\c"}}', '{"j":"é☃\U0001f600"}', '{"j":}',
+         '{"j":' + '"' + "y" * 5000 + '"}']  # fmt: skip
+"""Texts that keep whole: quotes, backslashes, non-ASCII, a long one, an empty value."""
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_all_kept_whole_answers_as_each_payload_asked(seed: int) -> None:
+    """Random texts from pieces that could mislead a test of the joined texts: a joint
+    inside a text, a NUL, an empty or a short text, prefixes and ends apart. True must
+    mean every text keeps whole; False sends the read to ask each row, so it may also
+    mean a text holds a NUL (no JSON text does)."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        texts = _texts(rng)
+        if rng.random() < 0.5:  # mostly whole: one odd text among them
+            texts = [*rng.choices(WHOLE, k=rng.randrange(4)), *texts[:1]]
+            rng.shuffle(texts)
+        # a text holding a NUL is left to the rows' own test (False: not known)
+        whole = all(keeps_whole(t) and "\0" not in t for t in texts)
+        assert all_kept_whole(texts) == whole, texts
+
+
+def test_all_kept_whole_of_texts_whole_and_not() -> None:
+    assert all_kept_whole([]) and all_kept_whole(WHOLE) and all_kept_whole(WHOLE[:1])
+    joint_inside = ['{"j":1}', "x", '{"j":1}\0{"j":2}']  # one joint short, one too many
+    for odd in (["{\"j\":1", "}"], ["", *WHOLE], [*WHOLE, "{\"j\":"], joint_inside,
+                ['{"r":"' + "0" * 64 + '"}', *WHOLE], [b'{"j":1}', *WHOLE]):  # fmt: skip
+        assert not all_kept_whole(odd), odd
+
+
+SMALL_ODD = {
+    "a cut payload naming no node": ('{"j":{"x":1}}', '{"r":"' + "0" * 64 + '"}'),
+    "an empty payload": ('{"j":{"x":1}}', ""),
+    "a payload missing its end": ('{"j":{"x":1}}', '{"j":{"x":1}'),
+}
+
+
+@pytest.mark.parametrize("where", sorted(SMALL_ODD))
+def test_one_row_not_kept_whole_among_whole_ones(backend: Backend, where: str) -> None:
+    """Every other row keeps whole (no large value): the one that does not is still
+    decoded in the read, and raises what ``load_journal`` raises."""
+    store = backend.open()
+    try:
+        new_run(store)
+        a, b = key(node="a"), key(node="b")
+        store.commit("r1", None, [RecordWrite("feed", {"events": [1]}), intent(a)])
+        store.commit("r1", None, [result(a), checkpoint(1, {"n": 1}), intent(b)])
+        old, new = SMALL_ODD[where]
+        _tamper(backend, 5, old, new)
+        whole = _raised(lambda: store.load_journal("r1"))
+        rows = store.journal_rows("r1")
+        rows.value(0)
+        assert type(_raised(rows.check)) is type(whole)
+        assert str(_raised(rows.check)) == str(whole)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "text", [t[len('{"j":') : -1] for t in WHOLE[:3]] + ['"' + "y" * 3000 + '"']
+)
+def test_rows_of_every_kind_with_odd_texts_read_as_load_journal_reads(
+    store: Store, text: str
+) -> None:
+    """Quotes, backslashes, non-ASCII, a long text: each row's value and columns as the
+    whole journal gives them (NULL columns None, integers ints)."""
+    value = loads(text)
+    new_run(store)
+    a = key(node="a")
+    store.commit("r1", None, [RecordWrite("feed", {"v": value}), intent(a, {"v": value})])
+    store.commit("r1", None, [result(a, value), checkpoint(1, {"v": value})])
+    journal, rows = store.load_journal("r1"), store.journal_rows("r1")
+    assert [type(row[SEQ]) for row in rows.rows] == [int] * 4
+    assert _values(rows) == [{"v": value}, {"v": value}, journal.results[a].outcome, None]
+    (i,) = journal.intents
+    assert rows.rows[1][1:] == ("intent", key_text(a), i.executor, i.superstep, None,
+                                rows.rows[1][PAYLOAD])  # fmt: skip
+    assert rows.rows[2][3:6] == (None, None, None)
+    (meta,) = journal.checkpoints
+    assert rows.rows[3][2:] == (None, meta.sha256, 1, meta.size, None)
+    rows.check()
 
 
 def _tamper(backend: Backend, seq: int, old: str, new: str) -> None:

@@ -30,7 +30,6 @@ from plait.store.chunks import (
     HashMemo,
     RowEncoder,
     collecting_encoder,
-    keeps_whole,
 )
 from plait.store.lease import LeaseRow, stale_token
 from plait.store.manifest_rows import manifest_payload
@@ -363,12 +362,16 @@ def journal_rows_of(
     (each row its own fresh value), what decoding one raised kept for when it is read."""
     if not rows:
         require_run(conn, d, run_id)
+    decoded: dict[int, JSON | Exception] = {}
+    if all_kept_whole([payload for row in rows if (payload := row[-1]) is not None]):
+        return JournalRows(run_id, rows, decoded)  # small values only: nothing to decode
     cut = [
         (index, payload)
         for index, row in enumerate(rows)
-        if (payload := row[-1]) is not None and not keeps_whole(payload)
+        # not keeps_whole(payload), inline: its call costs a row ~0.4 k instructions
+        if (payload := row[-1]) is not None
+        and not (payload[:_WHOLE_PREFIX_LENGTH] == WHOLE_PREFIX and payload[-1] == "}")
     ]
-    decoded: dict[int, JSON | Exception] = {}
     if cut:
         reader.prefetch(payload for _, payload in cut)
         for index, payload in cut:
@@ -377,6 +380,39 @@ def journal_rows_of(
             except Exception as exc:  # raised again when the row is read or checked
                 decoded[index] = exc
     return JournalRows(run_id, rows, decoded)
+
+
+def all_kept_whole(payloads: list[Any]) -> bool:
+    """Whether every one of ``payloads`` keeps its value whole (``chunks.keeps_whole``), as
+    every row of a journal of small values does: asked of the texts joined, in C, not of
+    each row in Python (a call and two slices: ~2.3 k instructions a row, ~0.7 k so).
+
+    The texts are joined with NULs once none holds a NUL (``in``: memchr). Then each NUL in
+    the join stands between two texts, and every text keeps whole exactly when each NUL
+    stands between a ``}`` and a ``{"j":`` (one occurrence of ``_WHOLE_JOIN`` per NUL: they
+    cannot overlap) and the join starts as a whole text starts and ends as one ends; a text
+    too short for its prefix or its ``}`` meets a NUL or an end there, which neither
+    holds. Anything else answers False (a text holding a NUL, an empty text, a payload not
+    a text): the caller then asks each row (``keeps_whole``'s test). A journal holding
+    values cut into nodes pays this test on top of its rows' (~0.35 k instructions a row)."""
+    if not payloads:
+        return True
+    try:
+        if "\0" in "".join(payloads):
+            return False
+        joined = "\0".join(payloads)
+    except TypeError:  # a payload that is not a text (a blob written by hand)
+        return False
+    return (
+        joined.count(_WHOLE_JOIN) == len(payloads) - 1
+        and joined[:_WHOLE_PREFIX_LENGTH] == WHOLE_PREFIX
+        and joined[-1] == "}"
+    )
+
+
+_WHOLE_JOIN = "}\0" + WHOLE_PREFIX
+"""What stands around each NUL joining texts that all keep whole (``all_kept_whole``)."""
+_WHOLE_PREFIX_LENGTH = len(WHOLE_PREFIX)
 
 
 def marks_of(row: tuple[str | None, str | None, str | None, str | None]) -> JournalMarks:
