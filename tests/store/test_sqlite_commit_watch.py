@@ -12,39 +12,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from plait.core.keys import JournalKey
-from plait.store import (
-    CheckpointWrite,
-    IntentWrite,
-    LeaseOwner,
-    RecordWrite,
-    ResultWrite,
-    RunInfo,
-    SqliteStore,
-    Write,
-)
+from plait.store import RecordWrite, RunInfo, SqliteStore
 from plait.store.base import POLLED_KINDS
-
-RUN = "r1"
-
-
-def _wave(n: int) -> list[Write]:
-    done = JournalKey(RUN, "", "step", n, 0, "tool")
-    nxt = JournalKey(RUN, "", "step", n + 1, 0, "tool")
-    return [
-        RecordWrite("feed", {"events": [{"clock": n}]}),
-        ResultWrite(done, {"Completed": {"result": {"i": n}}}, n, 8),
-        CheckpointWrite(n, b'{"i":%d}' % n),
-        IntentWrite(nxt, "step", {"i": n}, n + 1, n, f"idem-{n}"),
-    ]
-
-
-def _leased(path: Path) -> tuple[SqliteStore, int]:
-    store = SqliteStore(path)
-    store.create_run(RunInfo(RUN, "wf", "running", "alice", None, 1, 1), {"m": 1})
-    token = store.acquire_lease(RUN, LeaseOwner("host-a", 1, 0), 0, 60_000, lambda _: True)
-    store.commit(RUN, token, _wave(1))
-    return store, token
+from support.leased_waves import RUN, leased, wave
 
 
 def _polls(store: SqliteStore, waves: range, token: int) -> list[str]:
@@ -53,7 +23,7 @@ def _polls(store: SqliteStore, waves: range, token: int) -> list[str]:
     store._conn.set_trace_callback(statements.append)
     try:
         for n in waves:
-            store.commit(RUN, token, _wave(n))
+            store.commit(RUN, token, wave(n))
             assert store.records_after(RUN, 0, POLLED_KINDS) == []
     finally:
         store._conn.set_trace_callback(None)
@@ -61,7 +31,7 @@ def _polls(store: SqliteStore, waves: range, token: int) -> list[str]:
 
 
 def test_polls_between_the_stores_own_waves_ask_sqlite_nothing(tmp_path: Path) -> None:
-    store, token = _leased(tmp_path / "a.db")
+    store, token = leased(tmp_path / "a.db")
     try:
         assert store.records_after(RUN, 0, POLLED_KINDS) == []  # asks once
         statements = _polls(store, range(2, 12), token)
@@ -84,11 +54,11 @@ def test_a_cancel_committed_just_before_the_stores_own_wave_is_found(tmp_path: P
     """The store's own commit follows another's: the header's count moved by two, not
     one, so the next poll asks SQLite and reads the cancel."""
     path = tmp_path / "a.db"
-    store, token = _leased(path)
+    store, token = leased(path)
     try:
         assert store.records_after(RUN, 0, POLLED_KINDS) == []
         _cancel(path)
-        store.commit(RUN, token, _wave(2))
+        store.commit(RUN, token, wave(2))
         found = store.records_after(RUN, 0, POLLED_KINDS)
     finally:
         store.close()
@@ -97,7 +67,7 @@ def test_a_cancel_committed_just_before_the_stores_own_wave_is_found(tmp_path: P
 
 def test_a_cancel_committed_after_the_stores_own_wave_is_found(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
-    store, token = _leased(path)
+    store, token = leased(path)
     try:
         _polls(store, range(2, 4), token)
         _cancel(path)
@@ -113,7 +83,7 @@ def test_a_commit_of_any_other_connection_sends_the_poll_back_to_sqlite(
     """Even one that journals nothing the poll looks for: the store cannot tell what it
     wrote without asking."""
     path = tmp_path / "a.db"
-    store, token = _leased(path)
+    store, token = leased(path)
     try:
         _polls(store, range(2, 4), token)
         raw = sqlite3.connect(path, isolation_level=None)

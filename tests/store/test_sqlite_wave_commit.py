@@ -17,37 +17,13 @@ from plait.core.errors import PlaitError
 from plait.core.keys import JournalKey
 from plait.store import (
     CheckpointWrite,
-    IntentWrite,
     LeaseOwner,
     RecordWrite,
     ResultWrite,
-    RunInfo,
     SqliteStore,
     Write,
 )
-
-RUN = "r1"
-OWNER = LeaseOwner("host-a", 1, 0)
-
-
-def _wave(n: int) -> list[Write]:
-    """The rows of a counting loop's wave: feed, result, checkpoint, next intent."""
-    done = JournalKey(RUN, "", "step", n, 0, "tool")
-    nxt = JournalKey(RUN, "", "step", n + 1, 0, "tool")
-    return [
-        RecordWrite("feed", {"events": [{"clock": n}]}),
-        ResultWrite(done, {"Completed": {"result": {"i": n}}}, n, 8),
-        CheckpointWrite(n, b'{"i":%d}' % n),
-        IntentWrite(nxt, "step", {"i": n}, n + 1, n, f"idem-{n}"),
-    ]
-
-
-def _leased(path: Path) -> tuple[SqliteStore, int]:
-    store = SqliteStore(path)
-    store.create_run(RunInfo(RUN, "wf", "running", "alice", None, 1, 1), {"m": 1})
-    token = store.acquire_lease(RUN, OWNER, 0, 60_000, lambda _: True)
-    store.commit(RUN, token, _wave(1))  # the first commit reads the last seq
-    return store, token
+from support.leased_waves import RUN, leased, wave
 
 
 def _seqs(store: SqliteStore) -> list[tuple[int, str]]:
@@ -58,11 +34,11 @@ def _seqs(store: SqliteStore) -> list[tuple[int, str]]:
 
 
 def test_a_wave_under_a_held_lease_is_one_statement(tmp_path: Path) -> None:
-    store, token = _leased(tmp_path / "a.db")
+    store, token = leased(tmp_path / "a.db")
     statements: list[str] = []
     store._conn.set_trace_callback(statements.append)
     try:
-        store.commit(RUN, token, _wave(2))
+        store.commit(RUN, token, wave(2))
     finally:
         store._conn.set_trace_callback(None)
         store.close()
@@ -72,12 +48,12 @@ def test_a_wave_under_a_held_lease_is_one_statement(tmp_path: Path) -> None:
 
 
 def test_a_record_another_store_wrote_between_waves_takes_its_seq(tmp_path: Path) -> None:
-    store, token = _leased(tmp_path / "a.db")
+    store, token = leased(tmp_path / "a.db")
     other = SqliteStore(tmp_path / "a.db")
     try:
         other.commit(RUN, None, [RecordWrite("cancel", {"by": "bob", "reason": "stop"})])
-        store.commit(RUN, token, _wave(2))
-        store.commit(RUN, token, _wave(3))
+        store.commit(RUN, token, wave(2))
+        store.commit(RUN, token, wave(3))
         seqs = _seqs(store)
         assert [seq for seq, _ in seqs] == list(range(1, 14))
         assert seqs[4] == (5, "record")  # the cancel, between the two waves
@@ -89,45 +65,45 @@ def test_a_record_another_store_wrote_between_waves_takes_its_seq(tmp_path: Path
         store.close()
 
 
-def test_a_lease_taken_over_between_waves_refuses_the_next_wave(tmp_path: Path) -> None:
-    store, token = _leased(tmp_path / "a.db")
+def test_a_lease_taken_over_between_waves_refuses_the_nextwave(tmp_path: Path) -> None:
+    store, token = leased(tmp_path / "a.db")
     other = SqliteStore(tmp_path / "a.db")
     try:
         # The first holder's lease lapsed: another driver takes the run over.
         taken = other.acquire_lease(RUN, LeaseOwner("host-b", 2, 0), 120_000, 60_000, bool)
         assert taken == token + 1
         with pytest.raises(PlaitError) as caught:
-            store.commit(RUN, token, _wave(2))
+            store.commit(RUN, token, wave(2))
         assert caught.value.code == "E021"
         assert len(_seqs(store)) == 4  # nothing of the refused wave
-        other.commit(RUN, taken, _wave(2))  # the new holder goes on where the run was
+        other.commit(RUN, taken, wave(2))  # the new holder goes on where the run was
         assert [seq for seq, _ in _seqs(other)] == list(range(1, 9))
     finally:
         other.close()
         store.close()
 
 
-def test_a_released_lease_refuses_the_next_wave(tmp_path: Path) -> None:
-    store, token = _leased(tmp_path / "a.db")
+def test_a_released_lease_refuses_the_nextwave(tmp_path: Path) -> None:
+    store, token = leased(tmp_path / "a.db")
     try:
         store.release_lease(RUN, token)
         with pytest.raises(PlaitError) as caught:
-            store.commit(RUN, token, _wave(2))
+            store.commit(RUN, token, wave(2))
         assert caught.value.code == "E021"
     finally:
         store.close()
 
 
-def test_a_wave_that_gives_the_lease_up_releases_it_after_a_fenced_wave(tmp_path: Path) -> None:
+def test_a_wave_that_gives_the_lease_up_releases_it_after_a_fencedwave(tmp_path: Path) -> None:
     # A drive's last commit gives its lease up (release=True): the one-statement path,
     # which only inserts rows, must not take it, or the lease would stay held.
-    store, token = _leased(tmp_path / "a.db")
+    store, token = leased(tmp_path / "a.db")
     try:
-        store.commit(RUN, token, _wave(2))  # fenced: the store knows the last seq
-        store.commit(RUN, token, _wave(3), release=True)
+        store.commit(RUN, token, wave(2))  # fenced: the store knows the last seq
+        store.commit(RUN, token, wave(3), release=True)
         assert [item for _, item in _seqs(store)].count("checkpoint") == 3
         with pytest.raises(PlaitError) as caught:
-            store.commit(RUN, token, _wave(4))
+            store.commit(RUN, token, wave(4))
         assert caught.value.code == "E021"
         assert store.acquire_lease(RUN, LeaseOwner("host-b", 2, 0), 1, 60_000, lambda _: True)
     finally:
@@ -135,14 +111,14 @@ def test_a_wave_that_gives_the_lease_up_releases_it_after_a_fenced_wave(tmp_path
 
 
 def test_an_intent_journaled_twice_is_still_refused_by_its_key(tmp_path: Path) -> None:
-    store, token = _leased(tmp_path / "a.db")
+    store, token = leased(tmp_path / "a.db")
     try:
-        store.commit(RUN, token, _wave(2))
+        store.commit(RUN, token, wave(2))
         with pytest.raises(PlaitError) as caught:
-            store.commit(RUN, token, _wave(2)[3:])  # wave 2's intent again
+            store.commit(RUN, token, wave(2)[3:])  # wave 2's intent again
         assert caught.value.code == "E020"
         assert "already has an intent" in caught.value.detail
-        store.commit(RUN, token, _wave(3))  # the store goes on at the right seq
+        store.commit(RUN, token, wave(3))  # the store goes on at the right seq
         assert [seq for seq, _ in _seqs(store)] == list(range(1, 13))
     finally:
         store.close()
@@ -160,7 +136,7 @@ def test_a_fenced_wave_stores_the_rows_a_transaction_stores(tmp_path: Path) -> N
 
     key = JournalKey(RUN, "", "step", 9, 0, "tool")
     waves: list[list[Write]] = [
-        _wave(2),
+        wave(2),
         [
             RecordWrite("feed", {"events": []}, '{"events":[]}'),
             CheckpointWrite(4, b'{"i":4}', at_rest=True),
@@ -168,18 +144,18 @@ def test_a_fenced_wave_stores_the_rows_a_transaction_stores(tmp_path: Path) -> N
             ResultWrite(key, {"Failed": {"cause": "Timeout", "detail": "late"}}, 9, 4),
             RecordWrite("envelope", {"asks": []}),
         ],
-        _wave(3),
+        wave(3),
     ]
     journals = []
     for name, fenced in (("fenced.db", True), ("transaction.db", False)):
-        store, token = _leased(tmp_path / name)
+        store, token = leased(tmp_path / name)
         try:
             statements: list[str] = []
             store._conn.set_trace_callback(statements.append)
-            for wave in waves:
+            for writes in waves:
                 if not fenced:
                     store._last_seq.clear()  # the commit reads the last seq: a transaction
-                store.commit(RUN, token, wave)
+                store.commit(RUN, token, writes)
             store._conn.set_trace_callback(None)
             assert ("BEGIN IMMEDIATE" in statements) is not fenced
             journals.append(store._conn.execute(_EVERY_COLUMN).fetchall())
@@ -197,7 +173,7 @@ def _rows_of_every_form() -> list[tuple[str, tuple[object, ...]]]:
     encode = collecting_encoder({}, set(), None)
     key = JournalKey(RUN, "", "step", 1, 0, "tool")
     writes: list[Write] = [
-        *_wave(3),
+        *wave(3),
         RecordWrite("feed", {"events": []}, '{"events":[]}'),
         CheckpointWrite(4, b'{"i":4}', at_rest=True),
         CheckpointWrite(5, None, cut=CheckpointCut('{"j":{"i":5}}', {}, "d" * 64, 7)),
