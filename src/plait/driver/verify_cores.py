@@ -25,8 +25,8 @@ Which runs are split (``plain``): engine epoch 3 or later, no reshape (``verify
 --workflow``), no fork or migration record, no feed that resumes from a checkpoint or
 raises a budget (told before the fork from the rows' kinds and the feeds' stored texts,
 and checked again by each segment over its own rows: a name held in a feed's nodes is
-seen only there, and fails its segment). Everything else is replayed in one process, as before. A
-segment compares each checkpoint as the whole replay does from epoch 3 on, by the Merkle
+seen only there, and fails its segment). Everything else is replayed in one process, as
+before. A segment compares each checkpoint as the whole replay does from epoch 3 on, by the Merkle
 digest and size the step computed against the journal row's: it needs no stored bytes. Runs of
 epochs 1 and 2 stay in one process: their checkpoints are compared by their bytes, which
 the store checks against the row's digest as it reads them, and a segment reads none (a
@@ -39,10 +39,10 @@ another thread holds; the fork waits until each checkpointer is between two SQLi
 connection of its own (``RangeReads``: SQLite, on a file; ``verify_apart``): before the
 fork the parent reads only the seqs of the checkpoints and feeds, the other records'
 kinds and the feeds' stored texts, in one row (``journal_marks``: what the plan and the
-plain check need); after
-it, it reads its own segment's rows, and each child opens a new read-only store on the
-file (never a connection, cursor or lock inherited from the parent: SQLite forbids
-carrying a connection across a fork, not opening one after it), reads its starting
+plain check need); after it, it reads its own segment's rows, and each child opens a new
+read-only store on the file (never a connection, cursor or lock inherited from the
+parent: SQLite forbids carrying a connection across a fork, not opening one after it),
+reads its starting
 checkpoint and the rows from it to its segment's end (what the resuming step emits again
 and the results its feeds name are journaled after that checkpoint; a result it does not
 hold fails it), replays, checks its rows decode and its feeds are plain. A store without
