@@ -9,8 +9,13 @@ cancel is never missed.
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from plait.store import RecordWrite, RunInfo, SqliteStore
 from plait.store.base import POLLED_KINDS
@@ -107,3 +112,36 @@ def test_a_database_in_memory_polls_as_before() -> None:
         assert store.records_after(RUN, 0, POLLED_KINDS)[0].kind == "cancel"
     finally:
         store.close()
+
+
+_DMS_LOCK_AT = 128
+"""The byte of the ``-shm`` file every process using the WAL index holds a shared lock on
+(SQLite's "dead-man switch": without it, the next process to open the database rebuilds
+the index under the ones using it)."""
+
+_LOCK_HELD = """
+import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+query = struct.pack("@hhqqi", fcntl.F_WRLCK, os.SEEK_SET, int(sys.argv[2]), 1, 0)
+print(struct.unpack("@hhqqi", fcntl.fcntl(fd, fcntl.F_GETLK, query))[0])
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and POSIX locks as Linux has them")
+def test_opening_a_store_keeps_every_lock_sqlite_holds_on_the_wal_index(tmp_path: Path) -> None:
+    """The poll reads the header through SQLite's own descriptor: opening and closing one
+    of its own would drop every lock this process holds on the file (POSIX), and another
+    process would find the WAL index unused."""
+    path = tmp_path / "a.db"
+    first, second = SqliteStore(path), SqliteStore(path)
+    try:
+        second.records_after(RUN, 0, POLLED_KINDS)
+        shm = f"{path}-shm"
+        held = subprocess.run(
+            [sys.executable, "-c", _LOCK_HELD, shm, str(_DMS_LOCK_AT)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    finally:
+        second.close()
+        first.close()
+    assert int(held.stdout) == fcntl.F_RDLCK  # this process's shared lock, still there

@@ -7,8 +7,8 @@ closes a read transaction to do so: two file-lock system calls and the WAL index
 marks, ~3 µs at every superstep, which the hand-written floor of issue #22 never pays.
 
 In WAL mode every commit, by any connection of any process, rewrites the header at the
-start of the WAL index (the ``-shm`` file every connection maps; its layout is documented
-at https://sqlite.org/walformat.html) and counts itself in it (``iChange``). So:
+start of the WAL index (the ``-shm`` file; its layout is documented at
+https://sqlite.org/walformat.html) and counts itself in it (``iChange``). So:
 
 - the header byte for byte as it was when the data version was last asked: nobody
   committed since, and the version is the same (``version``);
@@ -16,16 +16,20 @@ at https://sqlite.org/walformat.html) and counts itself in it (``iChange``). So:
   that commit was the only one, and a connection's own commits leave its data version as
   it was (``committed``).
 
-Anything else (the header moved, the count jumped, no ``-shm`` file to map, a database in
-memory or opened read-only) and the store asks SQLite, as it always did. The header is
-read, never written; it is mapped only while the store's own connection is open, which
-keeps the file from being truncated under the map (SQLite truncates it only when it opens
-the first connection of all).
+The header is read with ``pread`` on SQLite's own descriptor of the ``-shm`` file, found
+in ``/proc/self/fd``: never on a descriptor of our own. POSIX drops every lock a process
+holds on a file when it closes *any* descriptor of that file, so opening and closing the
+``-shm`` here would silently release the locks SQLite's connections of this process hold
+on it (the dead-man switch among them: another process would then rebuild the WAL index
+under them, and fail with "locking protocol"). SQLite keeps that descriptor open while any
+of this process's connections to the database is, so it is read only while the store's
+own connection is open. Anything else (no ``/proc``, no such descriptor, the header moved,
+the count jumped, a database in memory or opened read-only) and the store asks SQLite, as
+it always did.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 
@@ -38,43 +42,58 @@ _CHANGE = struct.Struct("=I")
 
 _CHANGE_AT = 8
 
+_OPEN_FILES = "/proc/self/fd"
+
+
+def sqlite_descriptor(path: str) -> int | None:
+    """The descriptor this process holds open on ``path`` (SQLite's, for a WAL index its
+    connections use), found by name without opening anything; None when there is none or
+    no ``/proc`` to look in."""
+    try:
+        names = os.listdir(_OPEN_FILES)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            if os.readlink(f"{_OPEN_FILES}/{name}") == path:
+                return int(name)
+        except (OSError, ValueError):
+            continue
+    return None
+
 
 class CommitWatch:
     """The WAL index header of one database, as a store's connection last saw it."""
 
-    __slots__ = ("_map", "_seen", "_version")
+    __slots__ = ("_fd", "_seen", "_version")
 
     def __init__(self) -> None:
-        self._map: mmap.mmap | None = None
+        self._fd: int | None = None
         self._seen: bytes | None = None
         self._version = 0
 
     def open(self, database: str) -> None:
-        """Map ``database``'s WAL index (once its connection is in WAL mode); without
-        one (no file, too short, no mmap here), every question goes to SQLite."""
-        try:
-            fd = os.open(database + "-shm", os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            if os.fstat(fd).st_size >= mmap.PAGESIZE:
-                self._map = mmap.mmap(fd, mmap.PAGESIZE, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
-            self._map = None
-        finally:
-            os.close(fd)
+        """Find SQLite's descriptor of ``database``'s WAL index (once a connection of this
+        process uses it); without one, every question goes to SQLite."""
+        self._fd = sqlite_descriptor(os.path.realpath(database) + "-shm")
 
     def version(self) -> int | None:
         """The data version last asked (``asked``) when nobody committed since; else None:
         ask SQLite."""
-        if self._seen is None or self._map is None:
+        if self._seen is None:
             return None
-        return self._version if self._map[:HEADER_BYTES] == self._seen else None
+        return self._version if self.header() == self._seen else None
 
     def header(self) -> bytes | None:
         """The header now: read it *before* asking SQLite, so a commit in between leaves
         a header that differs from the one marked (``asked``)."""
-        return None if self._map is None else self._map[:HEADER_BYTES]
+        if self._fd is None:
+            return None
+        try:
+            data = os.pread(self._fd, HEADER_BYTES, 0)
+        except OSError:
+            return None
+        return data if len(data) == HEADER_BYTES else None
 
     def asked(self, header: bytes | None, version: int) -> None:
         """SQLite gave ``version`` for the data version after ``header`` was read."""
@@ -84,18 +103,18 @@ class CommitWatch:
     def committed(self) -> None:
         """Right after a commit of this connection: the mark moves past it when it was
         the only commit since the mark, else is dropped."""
-        seen, view = self._seen, self._map
-        if seen is None or view is None:
+        seen = self._seen
+        if seen is None:
             return
-        now = view[:HEADER_BYTES]
-        after = _CHANGE.unpack_from(now, _CHANGE_AT)[0]
-        if after == (_CHANGE.unpack_from(seen, _CHANGE_AT)[0] + 1) & 0xFFFFFFFF:
+        now = self.header()
+        if now is not None and _CHANGE.unpack_from(now, _CHANGE_AT)[0] == (
+            (_CHANGE.unpack_from(seen, _CHANGE_AT)[0] + 1) & 0xFFFFFFFF
+        ):
             self._seen = now
         else:
             self._seen = None
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        """Stop reading (the descriptor is SQLite's: it is never closed here)."""
+        self._fd = None
         self._seen = None
