@@ -74,6 +74,8 @@ def test_two_turns_created_at_once_on_postgres_refuse_the_second_with_e031(
 
     import psycopg
 
+    from support.pg_locks import wait_until_blocked
+
     store = open_store(postgres_url)
     try:
         add(store, "t1", 1, "c1")
@@ -93,17 +95,10 @@ def test_two_turns_created_at_once_on_postgres_refuse_the_second_with_e031(
 
             racer = threading.Thread(target=second_turn)
             racer.start()
-            # Commit only once the second turn's insert waits on the rival's key. Watched
-            # from a third connection: a transaction sees pg_stat_activity as it first read it.
-            with psycopg.connect(postgres_url, autocommit=True) as watch:
-                while (
-                    racer.is_alive()
-                    and not watch.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                        " AND query LIKE 'INSERT INTO conversation_runs%'"
-                    ).fetchone()[0]
-                ):  # type: ignore[index]
-                    racer.join(0.01)
+            # Commit only once the second turn's insert waits on the rival's key.
+            wait_until_blocked(
+                postgres_url, racer, "AND query LIKE 'INSERT INTO conversation_runs%'"
+            )
             rival.execute("COMMIT")
             racer.join()
         (raised,) = outcome

@@ -47,6 +47,7 @@ try:
     from plait.store import claims
     from plait.store.postgres import PostgresStore
     from plait.store.postgres_schema import SCHEMA_VERSION
+    from support.pg_locks import wait_until_blocked
 except ImportError as missing:  # the optional extra plait[postgres] is not installed
     if os.environ.get("PLAIT_REQUIRE_POSTGRES") == "1":
         raise
@@ -477,16 +478,7 @@ def test_gc_locks_a_childs_run_row_before_its_lease_row(
         holder.execute("SELECT 1 FROM runs WHERE run_id = 'p~c' FOR UPDATE")
         collector = threading.Thread(target=lambda: deleted.append(pg.gc(10, 10)))
         collector.start()
-        # Until gc waits for a lock, watched from a connection of its own (a transaction
-        # sees pg_stat_activity as it first read it).
-        with psycopg.connect(postgres_url, autocommit=True) as watch:
-            while (
-                collector.is_alive()
-                and not watch.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                ).fetchone()[0]  # type: ignore[index]
-            ):
-                collector.join(0.01)
+        wait_until_blocked(postgres_url, collector)  # until gc waits for a lock
         row = holder.execute("SELECT token FROM leases WHERE run_id = 'p~c' FOR UPDATE NOWAIT")
         assert row.fetchone() == (1,)  # not locked, not deleted: gc waits for the run row
         holder.commit()

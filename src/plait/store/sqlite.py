@@ -560,9 +560,9 @@ class SqliteStore:
         """
         watch = (run_id, kinds if type(kinds) is tuple else tuple(kinds))
         with self._lock:
-            data_version = self._commits.version()  # nobody committed since it was asked
+            header = self._commits.header()
+            data_version = self._commits.version(header)  # nobody committed since it was asked
             if data_version is None:
-                header = self._commits.header()
                 try:
                     (data_version,) = self._pragmas.execute("PRAGMA data_version").fetchone()
                 except sqlite3.Error as exc:
@@ -623,7 +623,7 @@ class SqliteStore:
         with self._lock:
             if self._checkpointer is not None:
                 self._checkpointer.close()
-            self._commits.close()  # unmapped while the connection still keeps the file
+            self._commits.close()  # before the connection: SQLite's descriptor stays open
             self._conn.close()
 
     # --- internals ---

@@ -77,12 +77,12 @@ class CommitWatch:
         process uses it); without one, every question goes to SQLite."""
         self._fd = sqlite_descriptor(os.path.realpath(database) + "-shm")
 
-    def version(self) -> int | None:
-        """The data version last asked (``asked``) when nobody committed since; else None:
-        ask SQLite."""
-        if self._seen is None:
+    def version(self, header: bytes | None) -> int | None:
+        """The data version last asked (``asked``) when the header is still ``header``
+        (``header()``, read now): nobody committed since; else None: ask SQLite."""
+        if header is None or header != self._seen:
             return None
-        return self._version if self.header() == self._seen else None
+        return self._version
 
     def header(self) -> bytes | None:
         """The header now: read it *before* asking SQLite, so a commit in between leaves
